@@ -1,0 +1,245 @@
+"""Run configuration: load YAML, validate against config/schema.yaml, build typed dataclasses.
+
+The schema is the one source of truth for defaults and documentation; the dataclasses below only
+give the validated values names and types. A wrong key or value fails at once with a message that
+names the key, the value and what is allowed.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+from echo_lib.paths import project_root
+
+SCHEMA_PATH = project_root() / "config" / "schema.yaml"
+DEFAULT_CONFIG = project_root() / "config" / "default.yaml"
+
+
+class ConfigError(ValueError):
+    """A run configuration that cannot be used; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model shipped inside a PyPI wheel (a GGUF file)."""
+    wheel: str
+    sha256: str
+    gguf_file: str
+    package_dir: str
+
+    @property
+    def dist_name(self) -> str:
+        return self.wheel.split("==")[0]
+
+    @property
+    def version(self) -> str:
+        return self.wheel.split("==")[1]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of the run, named in the `models:` section."""
+    name: str
+    backend: str
+    source: str
+    id: str
+    revision: str | None
+    adapter: str | None
+    dtype: str
+    device: str
+    load_in_4bit: bool
+    base_url: str | None
+    api_key_env: str | None
+
+
+@dataclass(frozen=True)
+class SmokeChat:
+    model: str
+    system_prompt: str
+    message: str
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class Resources:
+    threads: int
+    mem_mb: int
+    runtime: int
+    gpu: int
+    gpu_model: str | None
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    run_name: str
+    scale: str
+    seed: int
+    results_dir: str
+    models_dir: str
+    embedded: dict[str, EmbeddedModel]
+    models: dict[str, ModelSpec]
+    smoke_chat: SmokeChat
+    resources: dict[str, Resources]
+    raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.results_dir) / self.run_name
+
+    def resources_for(self, stage: str) -> Resources:
+        return self.resources.get(stage, self.resources["default"])
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.raw)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and validation
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def read_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
+    return data
+
+
+def validate(config: Mapping[str, Any], source: str = "config") -> dict:
+    """Return a copy of `config` with schema defaults filled in; raise ConfigError on any problem."""
+    schema = load_schema()
+    filled = fill_defaults(copy.deepcopy(dict(config)), schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_explain(err) for err in errors]
+    problems += _cross_reference_problems(filled) if not problems else []
+    if problems:
+        raise ConfigError(f"invalid run configuration ({source}):\n  - " + "\n  - ".join(problems))
+    return filled
+
+
+def load_config(source: str | Path | Mapping[str, Any] | None = None, **overrides: Any) -> RunConfig:
+    """Load a run config from a YAML path or a dict (e.g. Snakemake's), validate it, build dataclasses.
+
+    `overrides` replace top-level keys (e.g. `run_name="x"`), after which the result is validated again.
+    """
+    if source is None:
+        source = DEFAULT_CONFIG
+    if isinstance(source, Mapping):
+        data, label = dict(source), "config dict"
+    else:
+        data, label = read_yaml(source), str(source)
+    data.update(overrides)
+    raw = validate(data, label)
+    return _build(RunConfig, {**raw, "raw": raw})
+
+
+def config_hash(raw: Mapping[str, Any]) -> str:
+    """Short content hash of a validated config, recorded in every artifact's provenance."""
+    return hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def fill_defaults(instance: Any, schema: dict) -> Any:
+    """Recursively insert schema defaults for missing keys (objects and maps of objects)."""
+    if not isinstance(instance, dict) or schema.get("type") != "object":
+        return instance
+    for key, sub in schema.get("properties", {}).items():
+        if key not in instance and "default" in sub:
+            instance[key] = copy.deepcopy(sub["default"])
+        if key in instance:
+            instance[key] = fill_defaults(instance[key], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key in set(instance) - set(schema.get("properties", {})):
+            instance[key] = fill_defaults(instance[key], extra)
+    return instance
+
+
+def _explain(err: jsonschema.ValidationError) -> str:
+    where = ".".join(map(str, err.absolute_path)) or "(top level)"
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = sorted(err.schema.get("properties", {}))
+        unknown = sorted(set(err.instance) - set(allowed))
+        return (f"unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+                f"allowed keys: {', '.join(allowed)}")
+    if err.validator == "required":
+        return f"{where}: {err.message}"
+    value = json.dumps(err.instance) if not isinstance(err.instance, dict) else "{...}"
+    allowed = {
+        "enum": lambda: "one of " + ", ".join(map(json.dumps, err.validator_value)),
+        "type": lambda: f"a value of type {err.validator_value}",
+        "pattern": lambda: f"a string matching {err.validator_value}",
+        "minimum": lambda: f"a number >= {err.validator_value}",
+        "maximum": lambda: f"a number <= {err.validator_value}",
+        "exclusiveMinimum": lambda: f"a number > {err.validator_value}",
+        "minLength": lambda: "a non-empty string",
+        "minProperties": lambda: f"at least {err.validator_value} entry",
+    }.get(err.validator, lambda: err.message)()
+    hint = err.schema.get("description", "")
+    return f"key '{where}' has value {value}; allowed: {allowed}" + (f" ({hint})" if hint else "")
+
+
+def _cross_reference_problems(cfg: dict) -> list[str]:
+    """Checks the schema cannot express: names that must refer to other entries."""
+    problems = []
+    for name, spec in cfg["models"].items():
+        if spec["source"] == "embedded" and spec["id"] not in cfg["embedded"]:
+            problems.append(f"key 'models.{name}.id' has value {spec['id']!r}, which is not in 'embedded'; "
+                            f"allowed: {', '.join(sorted(cfg['embedded']))}")
+        if (spec["backend"] == "openai") != (spec["source"] == "server"):
+            problems.append(f"models.{name}: backend {spec['backend']!r} does not go with source "
+                            f"{spec['source']!r}; use backend openai exactly with source server")
+        if spec["backend"] == "openai" and not spec["base_url"]:
+            problems.append(f"key 'models.{name}.base_url' is missing; an openai-backend model needs "
+                            "the server URL, e.g. http://localhost:8000/v1")
+    if cfg["smoke_chat"]["model"] not in cfg["models"]:
+        problems.append(f"key 'smoke_chat.model' has value {cfg['smoke_chat']['model']!r}; "
+                        f"allowed: one of the models {', '.join(sorted(cfg['models']))}")
+    if "default" not in cfg["resources"]:
+        problems.append("key 'resources.default' is missing; add `default: {}` to use the schema's defaults")
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# dict -> dataclass
+
+
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        values[field.name] = _convert(hints[field.name], data[field.name])
+    return cls(**values)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value)
+    if origin is dict:
+        _, item_tp = typing.get_args(tp)
+        if dataclasses.is_dataclass(item_tp) and "name" in {f.name for f in dataclasses.fields(item_tp)}:
+            return {k: _build(item_tp, {**v, "name": k}) for k, v in value.items()}
+        return {k: _convert(item_tp, v) for k, v in value.items()}
+    return value
