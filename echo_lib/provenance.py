@@ -1,0 +1,58 @@
+"""Provenance: every artifact records what made it (config hash, seed, models, packages, commit)."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+TRACKED_PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "gguf",
+                    "numpy", "pandas", "snakemake", "papermill", "jupytext", "echo-lib")
+
+
+def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(root: Path | None = None) -> str | None:
+    """The checkout's commit (with `+dirty` if it has uncommitted changes), or None outside git."""
+    from echo_lib.paths import project_root
+    root = root or project_root()
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
+def provenance(cfg, **extra: Any) -> dict:
+    """The record written beside an artifact; `cfg` is a RunConfig."""
+    return {"run_name": cfg.run_name, "scale": cfg.scale, "config_hash": cfg.hash, "seed": cfg.seed,
+            "git_commit": git_commit(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "python": platform.python_version(), "packages": package_versions(), **extra}
+
+
+def write_json(path: str | Path, data: Any) -> Path:
+    """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
