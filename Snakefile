@@ -38,6 +38,7 @@ rule models:
         py="notebooks/00_models.py",
     output:
         manifest=f"{RUN}/models/manifest.json",
+        reply=f"{RUN}/models/smoke_chat.md",
         nb=f"{NB}/00_models.ipynb",
     params:
         models=config["models"],
@@ -51,4 +52,4 @@ rule models:
         runtime=res("models")["runtime"],
         gpu=res("models")["gpu"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest}, log=log[0])
+        run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest, "reply_path": output.reply}, log=log[0])

@@ -72,6 +72,25 @@ class SmokeChat:
 
 
 @dataclass(frozen=True)
+class Roles:
+    """Which model plays each role of the method."""
+    policy: str
+    reward_model: str
+    actor: str
+    director: str
+    judge: str
+    nee_judges: list[str]
+
+
+@dataclass(frozen=True)
+class SandboxCases:
+    case_set: str
+    empa_dir: str | None
+    case_ids: list[str]
+    max_cases: int
+
+
+@dataclass(frozen=True)
 class Resources:
     threads: int
     mem_mb: int
@@ -90,6 +109,8 @@ class RunConfig:
     embedded: dict[str, EmbeddedModel]
     models: dict[str, ModelSpec]
     smoke_chat: SmokeChat
+    roles: Roles
+    sandbox: SandboxCases
     resources: dict[str, Resources]
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
@@ -213,9 +234,16 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
         if spec["backend"] == "openai" and not spec["base_url"]:
             problems.append(f"key 'models.{name}.base_url' is missing; an openai-backend model needs "
                             "the server URL, e.g. http://localhost:8000/v1")
-    if cfg["smoke_chat"]["model"] not in cfg["models"]:
-        problems.append(f"key 'smoke_chat.model' has value {cfg['smoke_chat']['model']!r}; "
-                        f"allowed: one of the models {', '.join(sorted(cfg['models']))}")
+    references = {"smoke_chat.model": cfg["smoke_chat"]["model"]}
+    references |= {f"roles.{role}": name for role, name in cfg["roles"].items() if isinstance(name, str)}
+    references |= {f"roles.nee_judges[{i}]": name for i, name in enumerate(cfg["roles"]["nee_judges"])}
+    for key, name in references.items():
+        if name not in cfg["models"]:
+            problems.append(f"key '{key}' has value {name!r}, which is not a model of this config; "
+                            f"allowed: {', '.join(sorted(cfg['models']))}")
+    if cfg["sandbox"]["case_set"] == "empa" and not cfg["sandbox"]["empa_dir"]:
+        problems.append("key 'sandbox.empa_dir' is null but 'sandbox.case_set' is empa; set it to the "
+                        "folder holding EMPA's cases/ and character_stories*.json")
     if "default" not in cfg["resources"]:
         problems.append("key 'resources.default' is missing; add `default: {}` to use the schema's defaults")
     return problems

@@ -36,6 +36,7 @@ config_path = "config/default.yaml"   # used when the notebook runs by hand
 config = {}                            # Snakemake passes the validated run config here
 dry_run = False                        # True: only say what would be resolved; download nothing
 manifest_path = ""                     # "" = <run_dir>/models/manifest.json
+reply_path = ""                        # "" = <run_dir>/models/smoke_chat.md
 
 # %%
 from echo_lib.notebook import start
@@ -49,6 +50,8 @@ print(f"run {cfg.run_name!r} at the {cfg.scale} scale, config hash {cfg.hash}")
 # (`converted` the first time, `reused` after; `planned` in a dry run).
 
 # %%
+from pathlib import Path
+
 import pandas as pd
 
 from echo_lib.model_setup import prepare_models
@@ -75,7 +78,10 @@ from echo_lib.model_setup import smoke_chat_reply
 
 chat = cfg.smoke_chat
 if dry_run or cfg.models[chat.model].backend != "hf":
-    print("(no sample in a dry run or for a server model)")
+    reply = "(no sample in a dry run or for a server model)"
 else:
     reply = smoke_chat_reply(cfg)
-    print(f"user  > {chat.message}\nmodel > {reply}")
+transcript = f"user > {chat.message}\n{chat.model} ({cfg.models[chat.model].id}) > {reply}\n"
+print(transcript)
+reply_file = Path(reply_path or cfg.run_dir / "models" / "smoke_chat.md")
+reply_file.write_text(transcript)
