@@ -1,0 +1,201 @@
+"""EMPA result files (`script_XXX_result.json`) <-> the project's `CaseRun`.
+
+Reading keeps only what the EPM needs to *replay* a run (IEDR levels, the judge's MDEP levels per
+evaluation, turns, the termination text) plus the stored numbers for checks; the dialogue and the judge's
+evidence ride along in memory so a run can be written back. Writing produces the same schema as EMPA's
+engine (keys, nesting, stored precision), so EMPA's tools read our sandbox runs and ours read theirs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from echo_lib.epm import physics
+from echo_lib.epm.engine import Replay
+from echo_lib.epm.iedr import INDICATORS
+from echo_lib.epm.mdep import Rubric
+from echo_lib.epm.trajectory import CaseRun
+
+log = logging.getLogger(__name__)
+RESULT_GLOB = "script_*_result.json"
+r2 = lambda x: round(float(x), physics.STORE_DECIMALS)  # noqa: E731
+
+
+class ResultFileError(ValueError):
+    """A result file that cannot be read as an EMPA run; the message names the file and the field."""
+
+
+def read_result(path: str | Path, model: str | None = None) -> CaseRun:
+    """One EMPA result file as a CaseRun. `model` defaults to the name of the folder holding the file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ResultFileError(f"{path}: not a readable JSON file ({err})") from None
+
+    def need(obj, key, where):
+        if not isinstance(obj, dict) or key not in obj:
+            raise ResultFileError(f"{path}: field '{where}{key}' is missing; an EMPA result file has "
+                                  "epj.iedr_details.filled_iedr and epj.trajectory (see empa_io.write_result)")
+        return obj[key]
+
+    epj = need(data, "epj", "")
+    iedr_details = need(epj, "iedr_details", "epj.")
+    filled = need(iedr_details, "filled_iedr", "epj.iedr_details.")
+    iedr = {}
+    for name in INDICATORS:
+        level = need(filled, name, "epj.iedr_details.filled_iedr.")
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 3:
+            raise ResultFileError(f"{path}: field 'epj.iedr_details.filled_iedr.{name}' is {level!r}; "
+                                  "allowed: an integer 0..3")
+        iedr[name] = level
+    trajectory = need(epj, "trajectory", "epj.")
+    if not isinstance(trajectory, list) or not trajectory:
+        raise ResultFileError(f"{path}: field 'epj.trajectory' must be a non-empty list (point 0 is P0)")
+    evaluated = trajectory[1:]
+    turns, rubrics, failed, details = [], [], [], []
+    for i, point in enumerate(evaluated, start=1):
+        turn = need(point, "turn", f"epj.trajectory[{i}].")
+        if isinstance(turn, bool) or not isinstance(turn, int):
+            raise ResultFileError(f"{path}: field 'epj.trajectory[{i}].turn' is {turn!r}; allowed: an integer")
+        judged = point.get("mdep_analysis")
+        turns.append(turn)
+        rubrics.append(Rubric.from_judge(judged if isinstance(judged, dict) else None))
+        failed.append(not isinstance(judged, dict))
+        details.append(judged if isinstance(judged, dict) else None)
+    total_turns = data.get("total_turns", turns[-1] if turns else 0)
+    stored = {
+        "E_total_final": (epj.get("epm_params") or {}).get("E_total_final"),
+        "P_0": epj.get("P_0_initial_deficit"),
+        "P_final": epj.get("P_final_position"),
+        "trajectory": [{k: v for k, v in pt.items() if k != "mdep_analysis"} for pt in trajectory],
+        "epm_params": epj.get("epm_params"),
+    }
+    try:
+        return CaseRun(
+            case_id=data.get("script_id") or path.name.replace("_result.json", ""),
+            model=model or path.parent.name, iedr=iedr, rubrics=rubrics, eval_turns=turns,
+            total_turns=int(total_turns), termination_reason=data.get("termination_reason") or "",
+            judge_failed=failed, stored=stored, history=data.get("history") or [],
+            scenario=data.get("scenario") or {}, judge_details=details, iedr_details=iedr_details,
+            roles={k: data[k] for k in ("test_model_name", "actor_model", "judger_model", "director_model")
+                   if k in data},
+            source=str(path))
+    except ValueError as err:
+        raise ResultFileError(str(err)) from None
+
+
+@dataclass
+class Skipped:
+    path: Path
+    reason: str
+
+
+def read_model_dir(folder: str | Path, model: str | None = None) -> tuple[list[CaseRun], list[Skipped]]:
+    """All result files of one model's folder, sorted by name. A malformed file is logged by name and
+    skipped; the others still count."""
+    folder = Path(folder)
+    runs, skipped = [], []
+    for path in sorted(folder.glob(RESULT_GLOB)):
+        try:
+            runs.append(read_result(path, model or folder.name))
+        except ResultFileError as err:
+            log.warning("skipping %s", err)
+            skipped.append(Skipped(path, str(err)))
+    return runs, skipped
+
+
+def model_dirs(root: str | Path) -> list[Path]:
+    """Sub-folders of `root` that hold result files (one per model), sorted by name."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such folder; give a folder with one sub-folder per model "
+                                f"of {RESULT_GLOB} files")
+    return sorted(d for d in root.iterdir() if d.is_dir() and any(d.glob(RESULT_GLOB)))
+
+
+# ---- writing ---------------------------------------------------------------------------------------
+
+def trajectory_block(rep: Replay) -> list[dict]:
+    """epj.trajectory as EMPA stores it: positions, moves and the per-point `epm` block at stored precision."""
+    out = []
+    for i, pt in enumerate(rep.points):
+        block = {"turn": pt.turn, "P_t": list(pt.P), "v_t": list(pt.v), "distance": pt.distance,
+                 "in_zone": pt.in_zone}
+        epm = {"P_norm": r2(pt.r), "E_total": r2(pt.E_total), "projection": r2(pt.projection),
+               "alignment": round(pt.cos, physics.COS_DECIMALS)}
+        if i == 0:
+            epm["projection"] = -r2(pt.r)   # stored as -|P0| (the unrounded v*_0 makes them equal)
+            epm["v_star_0"] = [float(x) for x in rep.v_star_0]
+        else:
+            epm["delta_E"] = r2(pt.delta_E)
+            epm["v_t_norm"] = r2(physics.norm(pt.v))
+            details = rep.run.judge_details[i - 1] if i - 1 < len(rep.run.judge_details) else None
+            if not rep.run.judge_failed[i - 1]:
+                block["mdep_analysis"] = details if details else pt.rubric.to_judge()
+        block["epm"] = epm
+        out.append(block)
+    return out
+
+
+def result_dict(rep: Replay) -> dict:
+    """The whole result file of a replayed run, in the EMPA schema."""
+    run, eps_dist, eps_dir, eps_energy = rep.run, *rep.thresholds
+    epm_params = {"v_star_0": [float(x) for x in rep.v_star_0], "epsilon_distance": eps_dist,
+                  "epsilon_direction": eps_dir, "epsilon_energy": eps_energy, "E_total_final": rep.E_total,
+                  "alpha": rep.params.alpha}
+    iedr_details = dict(run.iedr_details) or {"filled_iedr": dict(run.iedr)}
+    iedr_details.setdefault("filled_iedr", dict(run.iedr))
+    iedr_details.update({"P_0": [int(x) for x in rep.P0],
+                         "initial_distance": physics.distance_to_zone(rep.P0, rep.params.epsilon_zone)})
+    iedr_details.setdefault("source", "precomputed")
+    t = rep.termination
+    last = rep.points[-1]
+    victory = None
+    if t is not None and t.label == "success":
+        victory = {"primary_victory_type": t.reasons[0],
+                   "conditions": {
+                       "geometric": {"achieved": r2(last.r) <= eps_dist, "metric": "r_t", "value": r2(last.r),
+                                     "threshold": eps_dist},
+                       "positional": {"achieved": r2(last.projection) >= -eps_dir, "metric": "projection",
+                                      "value": r2(last.projection), "threshold": -eps_dir},
+                       "energetic": {"achieved": True, "metric": "E_total", "value": r2(last.E_total),
+                                     "threshold": eps_energy}},
+                   "achieved_conditions": [k for k in t.details.get("achieved", []) if k != "energetic"] + ["energetic"],
+                   "turn_at_victory": t.turn, "initial_deficit": [int(x) for x in rep.P0],
+                   "final_position": list(last.P)}
+    return {
+        "total_turns": rep.total_turns,
+        "termination_reason": t.text if t else run.termination_reason,
+        "script_id": run.case_id,
+        "scenario": run.scenario,
+        "history": run.history,
+        **{k: run.roles.get(k, "") for k in ("test_model_name", "actor_model", "judger_model", "director_model")},
+        "epj": {
+            "P_0_initial_deficit": [int(x) for x in rep.P0],
+            "P_final_position": list(last.P),
+            "trajectory": trajectory_block(rep),
+            "total_evaluations": rep.n_eval,
+            "K": rep.params.K,
+            "epsilon": rep.params.epsilon_zone,
+            "iedr_details": iedr_details,
+            "epm_enabled": True,
+            "epm_params": epm_params,
+            "epm_victory_analysis": victory,
+        },
+        "status": "success",
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_result(rep: Replay, path: str | Path) -> Path:
+    """Write a replayed run as `script_XXX_result.json` (atomically: a half-written file never exists)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result_dict(rep), ensure_ascii=False, indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return path
