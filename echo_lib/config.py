@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import jsonschema
 import yaml
 
+from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
@@ -112,6 +113,7 @@ class RunConfig:
     roles: Roles
     sandbox: SandboxCases
     resources: dict[str, Resources]
+    llm: LLMSettings
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property

@@ -1,0 +1,312 @@
+"""The hf backend: a transformers causal LM in this process, on CPU or GPU.
+
+Generation is our own short decode loop rather than `model.generate`, for two reasons:
+  - each chat samples from its own torch.Generator seeded by (seed, chat), so a batch gives the same
+    replies as calling it one chat at a time, and a reply does not depend on its batch neighbours;
+  - finished rows leave the batch (their KV cache rows are dropped), so one long reply does not make
+    the whole batch pay for it.
+Prompts are left-padded; position ids come from the attention mask, so padding changes nothing but
+the arithmetic's rounding. `choose` scores options by log-probability in one forward pass per batch.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from echo_lib.llm.settings import LLMSettings
+from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
+from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage,
+                                row_seed, stable_hash)
+
+
+def fingerprint(folder: str | Path) -> str | None:
+    """Cheap content fingerprint of a checkpoint folder: config files in full, weight files by size and
+    their first and last MiB (a changed conversion changes the key; hashing 500 MB each load would not pay)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None  # a hub id: its revision is in the key instead
+    parts = []
+    for f in sorted(folder.iterdir()):
+        if f.suffix == ".json":
+            parts.append([f.name, f.read_text()])
+        elif f.suffix in (".safetensors", ".bin"):
+            size = f.stat().st_size
+            with open(f, "rb") as fh:
+                head = fh.read(1 << 20)
+                fh.seek(max(0, size - (1 << 20)))
+                tail = fh.read()
+            parts.append([f.name, size, stable_hash(head.hex()), stable_hash(tail.hex())])
+    return stable_hash(parts, 16)
+
+
+class HFBackend:
+    kind = "hf"
+
+    def __init__(self, name: str, weights: str, *, adapter: str | None = None, revision: str | None = None,
+                 dtype: str = "float32", device: str = "cpu", load_in_4bit: bool = False,
+                 local: bool = True, settings: LLMSettings = LLMSettings()):
+        self.local = local  # a folder on disk (embedded/local) rather than a hub id
+        self.name, self.weights, self.adapter, self.revision = name, weights, adapter, revision
+        self.dtype, self.device, self.load_in_4bit, self.settings = dtype, device, load_in_4bit, settings
+        self._model = self._tok = None
+
+    # ----------------------------------------------------------------------------------------
+    # identity (cache key) and description (provenance)
+
+    def identity(self) -> dict:
+        return {"backend": "hf", "model": self.weights, "revision": self.revision,
+                "fingerprint": fingerprint(self.weights), "adapter": self.adapter,
+                "adapter_fingerprint": fingerprint(self.adapter) if self.adapter else None,
+                "dtype": self.dtype, "load_in_4bit": self.load_in_4bit}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "backend": "hf", "model": self.weights, "revision": self.revision,
+                "adapter": self.adapter, "dtype": self.dtype, "device": self.device}
+
+    # ----------------------------------------------------------------------------------------
+    # loading (lazy: a rerun served from the cache never loads the weights)
+
+    def load(self):
+        if self._model is not None:
+            return self._model, self._tok
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if self.local and not Path(self.weights).is_dir():
+            raise LLMError(f"model {self.name!r}: no checkpoint at {self.weights}; run stage 00 (notebooks/00_models) "
+                           "to prepare it")
+        tok = AutoTokenizer.from_pretrained(self.weights, revision=self.revision)
+        if tok.chat_template is None:
+            raise LLMError(f"model {self.name!r}: tokenizer at {self.weights} has no chat template; use an "
+                           "instruction-tuned checkpoint or add chat_template.jinja to the folder")
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        kwargs: dict[str, Any] = {"dtype": getattr(torch, self.dtype), "revision": self.revision}
+        if self.load_in_4bit:
+            from transformers import BitsAndBytesConfig
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=getattr(torch, self.dtype))
+        if self.device == "auto":
+            kwargs["device_map"] = "auto"
+        model = AutoModelForCausalLM.from_pretrained(self.weights, **kwargs)
+        if self.device == "cuda":
+            model = model.to("cuda")
+        if self.adapter:
+            from peft import PeftModel
+            if not Path(self.adapter, "adapter_config.json").exists():
+                raise LLMError(f"model {self.name!r}: adapter folder {self.adapter} has no adapter_config.json")
+            model = PeftModel.from_pretrained(model, self.adapter)
+            if not self.load_in_4bit:
+                model = model.merge_and_unload()  # plain weights again: no LoRA matmuls per token
+        model.eval()
+        eos = model.generation_config.eos_token_id
+        eos = eos if isinstance(eos, list) else [eos]
+        self.eos = {i for i in [*eos, tok.eos_token_id] if i is not None}
+        self._model, self._tok = model, tok
+        return model, tok
+
+    def _encode(self, chats: Sequence[Chat]) -> list[list[int]]:
+        _, tok = self.load()
+        texts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
+        return tok(texts, add_special_tokens=False)["input_ids"]
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices in batches of similar prompt length (less padding), at most batch_size each."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        n = self.settings.batch_size
+        return [order[i:i + n] for i in range(0, len(order), n)]
+
+    def _padded(self, ids: Sequence[Sequence[int]]):
+        import torch
+        width = max(map(len, ids))
+        pad = self._tok.pad_token_id
+        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for r, row in enumerate(ids):
+            input_ids[r, width - len(row):] = torch.tensor(row)
+            mask[r, width - len(row):] = 1
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        dev = self._model.device
+        return input_ids.to(dev), mask.to(dev), position_ids.to(dev)
+
+    # ----------------------------------------------------------------------------------------
+    # generate
+
+    def generate(self, chats: Sequence[Chat], samplings: Sequence[Sampling], usage: Usage
+                 ) -> Iterator[tuple[int, Completion]]:
+        if any(s.json_mode for s in samplings):
+            raise FeatureUnsupported(f"model {self.name!r}: the hf backend has no JSON mode; use choose() or "
+                                     "call_tools() for structured answers, or an openai-backend server")
+        ids = self._encode(chats)
+        for batch in self._batches([len(x) for x in ids]):
+            seeds = [row_seed(samplings[i].seed, chats[i]) for i in batch]
+            outs = self._decode([ids[i] for i in batch], [samplings[i] for i in batch], seeds)
+            usage.model_calls += len(batch)
+            for i, out in zip(batch, outs):
+                usage.prompt_tokens += out.prompt_tokens
+                usage.completion_tokens += out.completion_tokens
+                yield i, out
+
+    def _decode(self, ids: list[list[int]], samplings: list[Sampling], seeds: list[int]) -> list[Completion]:
+        import torch
+        from transformers import DynamicCache
+
+        model, tok = self.load()
+        B = len(ids)
+        gens = [torch.Generator().manual_seed(s) for s in seeds]  # CPU generators: same draws on any device
+        new: list[list[int]] = [[] for _ in range(B)]
+        finish = ["length"] * B
+        active = list(range(B))  # rows still generating, in the order of the batch tensors
+        input_ids, mask, pos = self._padded(ids)
+        cache = DynamicCache(config=model.config)
+        with torch.inference_mode():
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+                           use_cache=True, logits_to_keep=1).logits[:, -1, :]
+            while active:
+                nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active])
+                keep = []
+                for j, r in enumerate(active):
+                    t = int(nxt[j])
+                    if t in self.eos:
+                        finish[r] = "stop"
+                        continue
+                    new[r].append(t)
+                    if samplings[r].stop and self._hit_stop(new[r], samplings[r].stop):
+                        finish[r] = "stop"
+                    elif len(new[r]) < samplings[r].max_new_tokens:
+                        keep.append(j)
+                if not keep:
+                    break
+                if len(keep) < len(active):  # drop finished rows from the batch and its KV cache
+                    sel = torch.tensor(keep, device=mask.device)
+                    cache.batch_select_indices(sel)
+                    mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
+                    active = [active[j] for j in keep]
+                mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
+                pos = pos[:, -1:] + 1
+                logits = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
+                               past_key_values=cache, use_cache=True).logits[:, -1, :]
+        out = []
+        for r in range(B):
+            text = tok.decode(new[r], skip_special_tokens=True)
+            text = _cut_at_stop(text, samplings[r].stop)
+            out.append(Completion(text=text, finish_reason=finish[r], prompt_tokens=len(ids[r]),
+                                  completion_tokens=len(new[r])))
+        return out
+
+    @staticmethod
+    def _pick(logits, samplings: list[Sampling], gens) -> Any:
+        """Next token per row: argmax for greedy rows, else temperature + top-p + a draw from the row's generator."""
+        import torch
+        logits = logits.float().cpu()
+        picks = logits.argmax(-1)
+        for j, s in enumerate(samplings):
+            if s.greedy:
+                continue
+            probs = torch.softmax(logits[j] / s.temperature, dim=-1)
+            if s.top_p < 1:
+                sp, si = probs.sort(descending=True)
+                cut = (sp.cumsum(0) - sp) >= s.top_p  # keep the smallest head whose mass reaches top_p
+                sp[cut] = 0
+                picks[j] = si[torch.multinomial(sp, 1, generator=gens[j])[0]]
+            else:
+                picks[j] = torch.multinomial(probs, 1, generator=gens[j])[0]
+        return picks
+
+    def _hit_stop(self, tokens: list[int], stop: Sequence[str]) -> bool:
+        tail = self._tok.decode(tokens[-32:], skip_special_tokens=True)
+        return any(s in tail for s in stop)
+
+    # ----------------------------------------------------------------------------------------
+    # choose
+
+    def choose(self, chats: Sequence[Chat], options: Sequence[str], usage: Usage) -> Iterator[tuple[int, Choice]]:
+        import torch
+        model, tok = self.load()
+        opt_ids = [tok(o, add_special_tokens=False)["input_ids"] for o in options]
+        for o, oi in zip(options, opt_ids):
+            if not oi:
+                raise LLMError(f"model {self.name!r}: option {o!r} is empty after tokenisation")
+        if len({tuple(x) for x in opt_ids}) < len(options):
+            raise LLMError(f"model {self.name!r}: options {list(options)} are not distinct token sequences")
+        single = all(len(x) == 1 for x in opt_ids)
+        ids = self._encode(chats)
+        for batch in self._batches([len(x) for x in ids]):
+            with torch.inference_mode():
+                if single:  # one forward pass: the next-token distribution holds every option
+                    input_ids, mask, pos = self._padded([ids[i] for i in batch])
+                    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos,
+                                   logits_to_keep=1).logits[:, -1, :].float().cpu()
+                    lp = torch.log_softmax(logits, -1)[:, [x[0] for x in opt_ids]]
+                else:
+                    lp = self._score_sequences([ids[i] for i in batch], opt_ids)
+            usage.model_calls += len(batch)
+            usage.prompt_tokens += sum(len(ids[i]) for i in batch)
+            for i, row in zip(batch, lp.tolist()):
+                yield i, _choice(options, row)
+
+    def _score_sequences(self, prompts: list[list[int]], opt_ids: list[list[int]]):
+        """Summed log-probability of every option after every prompt (prompt x option rows, right-aligned)."""
+        import torch
+        model = self._model
+        seqs = [p + o for p in prompts for o in opt_ids]
+        longest = max(map(len, opt_ids))
+        out = torch.empty(len(seqs))
+        step = self.settings.batch_size
+        for a in range(0, len(seqs), step):
+            chunk = seqs[a:a + step]
+            input_ids, mask, pos = self._padded(chunk)
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos,
+                           logits_to_keep=longest + 1).logits.float().cpu()
+            lp = torch.log_softmax(logits, -1)
+            for r in range(len(chunk)):
+                o = opt_ids[(a + r) % len(opt_ids)]
+                m = len(o)
+                # logits at position k predict token k+1; the option's tokens are the last m of the row
+                rows = lp[r, -m - 1:-1, :]
+                out[a + r] = rows.gather(1, torch.tensor(o)[:, None]).sum()
+        return out.view(len(prompts), len(opt_ids))
+
+    # ----------------------------------------------------------------------------------------
+    # call_tools: choose the tool by name, then fill arguments (enumerated ones by choose)
+
+    def call_tools(self, chats: Sequence[Chat], tools: list[dict], usage: Usage) -> Iterator[tuple[int, ToolCall]]:
+        names = [t["function"]["name"] for t in tools]
+        menu = [tool_menu_chat(c, tools) for c in chats]
+        picks = dict(self.choose(menu, names, usage))
+        queries: list[ArgQuery] = []
+        for i, chat in enumerate(chats):
+            tool = tools[names.index(picks[i].best)]
+            queries += arg_queries(i, chat, tool)
+        values: dict[tuple[int, str], Any] = {}
+        by_options: dict[tuple, list[ArgQuery]] = {}
+        for q in queries:
+            by_options.setdefault(tuple(q.options) if q.options else (), []).append(q)
+        for opts, qs in by_options.items():
+            if opts:
+                texts = [option_text(o) for o in opts]
+                for j, c in self.choose([q.chat for q in qs], texts, usage):
+                    values[qs[j].chat_index, qs[j].name] = opts[texts.index(c.best)]
+            else:
+                greedy = Sampling(temperature=0, max_new_tokens=self.settings.tool_arg_tokens, stop=("\n",))
+                for j, c in self.generate([q.chat for q in qs], [greedy] * len(qs), usage):
+                    values[qs[j].chat_index, qs[j].name] = parse_arg(c.text, qs[j].schema)
+        for i in range(len(chats)):
+            args = {q.name: values[q.chat_index, q.name] for q in queries if q.chat_index == i}
+            yield i, ToolCall(name=picks[i].best, arguments=args, probs=picks[i].probs)
+
+
+def _choice(options: Sequence[str], logprobs: Sequence[float]) -> Choice:
+    top = max(logprobs)
+    weights = [math.exp(x - top) for x in logprobs]
+    total = sum(weights)
+    return Choice(probs={o: w / total for o, w in zip(options, weights)},
+                  logprobs=dict(zip(options, logprobs)),
+                  coverage=min(1.0, math.exp(top) * total))
+
+
+def _cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    cuts = [text.find(s) for s in stop if s in text]
+    return text[:min(cuts)] if cuts else text
