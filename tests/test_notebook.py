@@ -1,0 +1,51 @@
+"""The notebook runner: jupytext percent -> papermill, parameters injected, executed copy + log kept."""
+import json
+
+import nbformat
+import pytest
+from papermill.exceptions import PapermillExecutionError
+
+from echo_lib.notebook import run_notebook
+
+NOTEBOOK = '''# %% [markdown]
+# # A test stage
+
+# %% tags=["parameters"]
+n = 2
+label = "default"
+
+# %%
+total = sum(range(n))
+print(f"{label}: total={total}")
+'''
+
+
+def outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+def test_parameters_are_injected_and_outputs_kept(tmp_path):
+    py = tmp_path / "nb.py"
+    py.write_text(NOTEBOOK)
+    out = run_notebook(py, tmp_path / "out" / "nb.ipynb", {"n": 5, "label": "run"}, log=tmp_path / "nb.log")
+    assert "run: total=10" in outputs(out)
+    nb = nbformat.read(out, as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert ["injected-parameters"] in tags, "papermill injects the parameters after the tagged cell"
+    assert "run: total=10" in (tmp_path / "nb.log").read_text()
+
+
+def test_defaults_when_no_parameters(tmp_path):
+    py = tmp_path / "nb.py"
+    py.write_text(NOTEBOOK)
+    assert "default: total=1" in outputs(run_notebook(py, tmp_path / "nb.ipynb", {}))
+
+
+def test_failing_cell_raises_and_keeps_partial_copy(tmp_path):
+    py = tmp_path / "bad.py"
+    py.write_text(NOTEBOOK + '\n# %%\nraise ValueError("stage broke")\n')
+    with pytest.raises(PapermillExecutionError, match="stage broke"):
+        run_notebook(py, tmp_path / "bad.ipynb", {"n": 3})
+    assert "default: total=3" in outputs(tmp_path / "bad.ipynb")
+    assert json.loads((tmp_path / "bad.ipynb").read_text())["metadata"]["papermill"]["exception"]
