@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import jsonschema
 import yaml
 
+from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
 
@@ -114,6 +115,7 @@ class RunConfig:
     sandbox: SandboxCases
     resources: dict[str, Resources]
     llm: LLMSettings
+    epm: EPMParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property

@@ -1,0 +1,74 @@
+"""`echo-epmq`: recompute EPM-Q for folders of EMPA-format result files.
+
+    echo-epmq DIR [--out FILE.csv] [--constants code|paper] [--per-case FILE.csv]
+
+DIR holds one sub-folder per model of `script_*_result.json` files (or is itself one such folder).
+Every trajectory is replayed from its judge levels, never from the totals stored in the file, and one
+row per model is written (columns: epmq.SUMMARY_COLUMNS, values at 2 dp like the published leaderboard).
+A malformed file is reported by name on stderr and skipped; the other files still count.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from echo_lib.epm.empa_io import RESULT_GLOB, Skipped, model_dirs, read_model_dir
+from echo_lib.epm.engine import replay
+from echo_lib.epm.epmq import CONSTANTS, per_case_table, summary_table
+from echo_lib.epm.params import EPMParams
+
+
+def score_folders(root: str | Path, constants: str = "code", params: EPMParams = EPMParams()
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, list[Skipped]]:
+    """(per-case table, per-model summary, skipped files) for every model folder under `root`."""
+    root = Path(root)
+    folders = [root] if any(root.glob(RESULT_GLOB)) else model_dirs(root)
+    if not folders:
+        raise FileNotFoundError(f"{root}: no {RESULT_GLOB} files in it or in its sub-folders")
+    replays, skipped = [], []
+    for folder in folders:
+        runs, bad = read_model_dir(folder)
+        skipped += bad
+        replays += [replay(run, params) for run in runs]
+    per_case = per_case_table(replays, constants)
+    return per_case, summary_table(per_case, constants), skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="echo-epmq", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir", help="folder with one sub-folder per model of script_*_result.json files")
+    ap.add_argument("--out", help="write the per-model table here (CSV); default: print it")
+    ap.add_argument("--constants", choices=sorted(CONSTANTS), default="code",
+                    help="EPM-Q constant set: code (default, reproduces the published leaderboard) or paper")
+    ap.add_argument("--per-case", dest="per_case", help="also write the per-case table here (CSV)")
+    args = ap.parse_args(argv)
+    try:
+        per_case, summary, skipped = score_folders(args.dir, args.constants)
+    except FileNotFoundError as err:
+        print(f"echo-epmq: {err}", file=sys.stderr)
+        return 2
+    for s in skipped:
+        print(f"echo-epmq: skipped {s.path}: {s.reason}", file=sys.stderr)
+    if summary.empty:
+        print(f"echo-epmq: no readable result files under {args.dir}", file=sys.stderr)
+        return 2
+    table = summary.round(2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+        print(f"echo-epmq: {len(per_case)} cases of {len(table)} model(s), constants {args.constants!r} "
+              f"-> {args.out}", file=sys.stderr)
+    else:
+        table.to_csv(sys.stdout, index=False)
+    if args.per_case:
+        Path(args.per_case).parent.mkdir(parents=True, exist_ok=True)
+        per_case.to_csv(args.per_case, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
