@@ -76,6 +76,11 @@ _HEAD_RULES = (
 HEAD_CHARS = 10   # how far after the need's name the level word may sit
 
 
+def _head(block: str, pos: int) -> str:
+    """The few characters after a need's name, cut at the end of its entry (line or ；)."""
+    return re.split(r"[\n；;]", block[pos:pos + HEAD_CHARS], maxsplit=1)[0]
+
+
 def _head_level(head: str) -> str | None:
     for pattern, level in _HEAD_RULES:
         m = re.search(pattern, head)
@@ -87,7 +92,8 @@ def _head_level(head: str) -> str | None:
 def parse_priorities(text: str, path: Path) -> dict[str, str]:
     """The three need priorities from 当下共情需求优先级 in <psychological_profile>."""
     profile = _section(text, "psychological_profile", path)
-    start = profile.find("优先级")
+    start = profile.find("当下共情需求优先级")
+    start = profile.find("优先级") if start < 0 else start
     block = profile[profile.rfind("\n", 0, start) + 1:] if start >= 0 else ""
     if not block:
         raise ValueError(f"{path}: <psychological_profile> has no 当下共情需求优先级 block")
@@ -99,7 +105,7 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
     for name, axis in NEED_ZH.items():
         # the need's entry, not the block header's first mention (the header says 优先级 too)
         hits = [m.end() for m in re.finditer(name, block)]
-        level = next((lv for pos in hits if (lv := _head_level(block[pos:pos + HEAD_CHARS]))), None)
+        level = next((lv for pos in hits if (lv := _head_level(_head(block, pos)))), None)
         if level is None:
             raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
                              f"'{name}：高优先级' (高/中/低)")
