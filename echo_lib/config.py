@@ -38,14 +38,6 @@ class EmbeddedModel:
     gguf_file: str
     package_dir: str
 
-    @property
-    def dist_name(self) -> str:
-        return self.wheel.split("==")[0]
-
-    @property
-    def version(self) -> str:
-        return self.wheel.split("==")[1]
-
 
 @dataclass(frozen=True)
 class ModelSpec:

