@@ -1,0 +1,106 @@
+"""Which cases a run uses: the config's sandbox block (case_set, empa_dir, case_ids, max_cases) and seed.
+
+`max_cases` takes the first n of a stratified order, so a tiny run of 2 or 6 cases still spans the
+dominant axes, life domains, thresholds and difficulties (METHOD.md 5.6) instead of the first ids.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from echo_lib.paths import project_root
+from echo_lib.scenarios.empa_import import import_case, read_metadata, read_official_ids, read_stories
+from echo_lib.scenarios.own import load_own_file, own_dir
+from echo_lib.scenarios.schema import Scenario, ScenarioError
+
+# balanced first on the dominant axis, then life domain, then threshold, then difficulty
+STRATA = (lambda s: s.labels.dominant_axis, lambda s: s.labels.domain,
+          lambda s: s.threshold.level, lambda s: s.labels.difficulty)
+
+
+def stratified_order(scenarios: list[Scenario], n: int = 0, seed: int = 0) -> list[Scenario]:
+    """The first n scenarios (0 = all) of a greedy stratified order.
+
+    Each step takes the case whose labels are least represented so far relative to their share of the
+    pool (axis before domain before threshold before difficulty); the seed breaks ties, so the order is
+    deterministic for a given seed and pool and every prefix is as balanced as the pool allows."""
+    pool = sorted(scenarios, key=lambda s: s.id)
+    random.Random(seed).shuffle(pool)
+    share = [Counter(key(s) for s in pool) for key in STRATA]
+    taken = [Counter() for _ in STRATA]
+    order = []
+    limit = len(pool) if n <= 0 else min(n, len(pool))
+    while len(order) < limit:
+        def cost(item):
+            i, s = item
+            return tuple(taken[k][key(s)] / share[k][key(s)] for k, key in enumerate(STRATA)) + (i,)
+        i, best = min(enumerate(pool), key=cost)
+        order.append(pool.pop(i))
+        for k, key in enumerate(STRATA):
+            taken[k][key(best)] += 1
+    return order
+
+
+@dataclass(frozen=True)
+class InvalidCase:
+    """A requested case whose files cannot be used; the sandbox records it as failed with this reason."""
+    case_id: str
+    path: str
+    error: str
+
+
+@dataclass(frozen=True)
+class CaseSelection:
+    scenarios: list[Scenario]
+    invalid: list[InvalidCase]
+
+
+def _empa_dir(cfg) -> Path:
+    if not cfg.sandbox.empa_dir:
+        raise ValueError("sandbox.case_set is empa but sandbox.empa_dir is null; set it to EMPA's data folder")
+    path = Path(cfg.sandbox.empa_dir).expanduser()
+    return path if path.is_absolute() else project_root() / path
+
+
+def select_cases(cfg) -> CaseSelection:
+    """The cases the config asks for, valid and invalid apart, so one broken file does not stop a run."""
+    sb = cfg.sandbox
+    loaded, invalid = [], []
+    if sb.case_set == "own":
+        folder = own_dir()
+        ids = list(sb.case_ids) or sorted(p.stem for p in folder.glob("*.yaml"))
+        paths = {cid: folder / f"{cid}.yaml" for cid in ids}
+        load = lambda cid: load_own_file(paths[cid])   # noqa: E731
+    elif sb.case_set == "empa":
+        root = _empa_dir(cfg)
+        ids = list(sb.case_ids) or read_official_ids(root)
+        stories, metadata = read_stories(root), read_metadata(root)
+        paths = {cid: root / "cases" / f"{cid}.md" for cid in ids}
+        load = lambda cid: import_case(root, cid, stories, metadata)   # noqa: E731
+    else:
+        raise ValueError(f"sandbox.case_set={sb.case_set!r}; allowed: own, empa")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"sandbox.case_ids lists a case twice: {[c for c, k in Counter(ids).items() if k > 1]}")
+    for cid in ids:
+        if not paths[cid].exists():
+            invalid.append(InvalidCase(cid, str(paths[cid]), f"{paths[cid]}: no such case file "
+                                                             f"(check sandbox.case_ids and sandbox.case_set)"))
+            continue
+        try:
+            loaded.append(load(cid))
+        except ScenarioError as err:
+            invalid.append(InvalidCase(cid, err.source, str(err)))
+    # explicit ids keep their order unless max_cases asks for a stratified few
+    chosen = stratified_order(loaded, sb.max_cases, cfg.seed) if sb.max_cases else loaded
+    return CaseSelection(scenarios=chosen, invalid=invalid)
+
+
+def load_cases(cfg) -> list[Scenario]:
+    """The scenarios the config asks for; raises if any requested case is invalid (all of them named)."""
+    sel = select_cases(cfg)
+    if sel.invalid:
+        raise ValueError(f"{len(sel.invalid)} requested case(s) cannot be used:\n  "
+                         + "\n  ".join(c.error for c in sel.invalid))
+    return sel.scenarios

@@ -1,0 +1,60 @@
+"""The project's own English scenario set: one YAML file per case in data/scenarios/own/.
+
+Written for this project (not translated from EMPA) and stratified like EMPA's official 30:
+10 cases per dominant axis C/A/P, 5 per life domain, difficulty mostly Medium or above, about half
+with a High empathy threshold. Difficulty here is the author's intended label; the measured |P0|
+comes from the Judge's IEDR at run time.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from echo_lib.paths import project_root
+from echo_lib.scenarios.schema import NEED_KEYS, STAGE_KINDS, Scenario, ScenarioError, scenario_from_dict
+
+OWN_DIR = Path("data") / "scenarios" / "own"
+
+
+def own_dir() -> Path:
+    return project_root() / OWN_DIR
+
+
+def load_own_file(path: str | Path) -> Scenario:
+    """One own case, checked against the schema and the own set's house rules."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ScenarioError(str(path), "(file)", f"cannot be read as YAML ({err})",
+                            "fix the YAML syntax (indentation, quotes around text with ': ')") from None
+    sc = scenario_from_dict(data, source=str(path), language="en")
+    if sc.id != path.stem:
+        raise ScenarioError(str(path), "id", f"is {sc.id!r} but the file is {path.name}",
+                            f"set id: {path.stem} (ids are file names, so they stay unique)")
+    # the story arc of METHOD.md 2.7, in order, so the Director can release stage i as "stage i"
+    for i, (stage, kind) in enumerate(zip(sc.story.stages, STAGE_KINDS)):
+        if not stage.title.lower().startswith(kind):
+            raise ScenarioError(str(path), f"story.stages[{i}].title", f"is {stage.title!r}",
+                                f"start it with '{kind.capitalize()}' (stages: {', '.join(STAGE_KINDS)})")
+    # the dominant deficit should be a need this person cares most about, or the label contradicts the card
+    axis_key = {v: k for k, v in NEED_KEYS.items()}[sc.labels.dominant_axis]
+    if getattr(sc.priorities, axis_key).level != "High":
+        raise ScenarioError(str(path), f"priorities.{axis_key}.level",
+                            f"is not High although labels.dominant_axis is {sc.labels.dominant_axis}",
+                            "make the dominant axis's need High, or change the dominant axis")
+    return sc
+
+
+def own_files(folder: str | Path | None = None) -> list[Path]:
+    folder = Path(folder) if folder else own_dir()
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"{folder}: no scenario files (*.yaml); the own set lives in {OWN_DIR}")
+    return files
+
+
+def load_own(folder: str | Path | None = None) -> list[Scenario]:
+    """All own cases, sorted by id; raises on the first invalid file."""
+    return [load_own_file(p) for p in own_files(folder)]

@@ -1,0 +1,240 @@
+"""A sandbox scenario: the simulated user's persona card and hidden story (METHOD.md 2.7).
+
+One `Scenario` type serves both case sets: the project's own English cases (YAML, `own.py`) and
+EMPA's Chinese cases (`empa_import.py`). The Actor sees the persona card, topic and trigger; the
+Director holds the rest (four story stages, outcome, interlude, memories by life period, priorities).
+
+`scenario_from_dict` builds one from plain data and checks it; every problem is a `ScenarioError`
+that names the file, the field and the fix, so one bad file is easy to repair and the others still run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from echo_lib.epm.case_meta import AXES, DIFFICULTIES, DOMAINS, LEVELS, CaseMeta
+
+NEED_KEYS = {"cognitive": "C", "affective": "A", "motivational": "P"}   # YAML key -> EPM axis
+STAGE_KINDS = ("evoked memory", "reflection", "self-examination", "emotional eruption")
+MEMORY_PERIODS = ("childhood", "adolescence", "young_adulthood", "current_situation")
+N_STAGES = 4
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used: which file, which field, what to write instead."""
+
+    def __init__(self, source: str, field: str, problem: str, fix: str):
+        self.source, self.field, self.problem, self.fix = source, field, problem, fix
+        super().__init__(f"{source}: field '{field}' {problem}; fix: {fix}")
+
+
+# ---- the parts of a scenario ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    gender: str
+    age: int
+    social_persona: str       # how they come across to others
+    inner_core: str           # what drives them underneath
+
+
+@dataclass(frozen=True)
+class Threshold:
+    level: str                # Low / Medium / High: how hard they are to reach
+    description: str          # what they accept and what they reject
+
+
+@dataclass(frozen=True)
+class Needs:
+    vent: str                 # what they want to get off their chest
+    hoped_for: str            # the empathic points they hope to receive
+    constraints: str          # what the threshold means for this person in practice
+
+
+@dataclass(frozen=True)
+class Priority:
+    level: str                # Low / Medium / High
+    reason: str
+
+
+@dataclass(frozen=True)
+class Priorities:
+    cognitive: Priority       # C: be understood in what they mean and how they see it
+    affective: Priority       # A: be felt with
+    motivational: Priority    # P: have their drive and intentions recognised and backed
+
+    def levels(self) -> dict[str, str]:
+        return {axis: getattr(self, key).level for key, axis in NEED_KEYS.items()}
+
+
+@dataclass(frozen=True)
+class Experiences:
+    childhood: str
+    adolescence: str
+    young_adulthood: str
+    growth_arc: str           # the implicit growth line that ties the periods together
+
+
+@dataclass(frozen=True)
+class Situation:
+    current: str
+    life_goal: str
+    vision: str               # vision and motivation
+
+
+@dataclass(frozen=True)
+class Stage:
+    title: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Story:
+    trigger: str              # the only part the Actor knows at the start
+    stages: tuple[Stage, ...]  # four, released by the Director: memory, reflection, self-exam, eruption
+    outcome: str
+    interlude: str            # an associated memory the Director may bring in
+
+
+@dataclass(frozen=True)
+class Labels:
+    domain: str               # one of DOMAINS
+    dominant_axis: str        # C / A / P
+    difficulty: str           # one of DIFFICULTIES
+
+
+@dataclass(frozen=True)
+class Scenario:
+    id: str
+    persona: Persona
+    threshold: Threshold
+    topic: str                # the chat's opening topic
+    needs: Needs
+    priorities: Priorities
+    experiences: Experiences
+    situation: Situation
+    story: Story
+    labels: Labels
+    dislikes: tuple[str, ...] = ()       # response styles that push this person away
+    language: str = "en"                 # en (own set) or zh (EMPA)
+    source: str = ""                     # the file it came from
+    distance: float | None = None        # |P0| when the benchmark lists it (EMPA); None for own cases
+
+    def case_meta(self) -> CaseMeta:
+        """The labels the EPM slices by (domain, difficulty, axis, threshold, need priorities)."""
+        return CaseMeta(case_id=self.id, domain=self.labels.domain, difficulty=self.labels.difficulty,
+                        dominant_axis=self.labels.dominant_axis, threshold=self.threshold.level,
+                        priorities=self.priorities.levels(), distance=self.distance)
+
+    def memories(self) -> dict[str, str]:
+        """Backstory by period, as the Director's reveal_memory releases it."""
+        e, s = self.experiences, self.situation
+        current = " ".join(t for t in (s.current, s.life_goal, s.vision) if t)
+        return dict(zip(MEMORY_PERIODS, (e.childhood, e.adolescence, e.young_adulthood, current)))
+
+
+# ---- building and checking ----------------------------------------------------------------------------
+
+class _Reader:
+    """Reads fields out of nested dicts, raising ScenarioError with the dotted field path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, field: str, problem: str, fix: str) -> None:
+        raise ScenarioError(self.source, field, problem, fix)
+
+    def node(self, data: Any, field: str) -> dict:
+        if not isinstance(data, dict):
+            self.fail(field, f"is {type(data).__name__}, not a mapping", f"give '{field}' its sub-fields")
+        return data
+
+    def get(self, data: dict, key: str, field: str) -> Any:
+        if key not in data or data[key] is None:
+            self.fail(f"{field}{key}", "is missing", f"add '{field}{key}'")
+        return data[key]
+
+    def text(self, data: dict, key: str, field: str = "", allow_empty: bool = False) -> str:
+        value = data.get(key) if allow_empty else self.get(data, key, field)
+        if value is None:
+            return ""
+        if not isinstance(value, str) or (not value.strip() and not allow_empty):
+            self.fail(f"{field}{key}", f"is {value!r}", "write it as non-empty text")
+        return value.strip()
+
+    def choice(self, data: dict, key: str, field: str, allowed: tuple[str, ...]) -> str:
+        value = self.get(data, key, field)
+        if value not in allowed:
+            self.fail(f"{field}{key}", f"is {value!r}", f"use one of {', '.join(allowed)}")
+        return value
+
+    def mapping(self, data: dict, key: str, field: str = "") -> dict:
+        return self.node(self.get(data, key, field), f"{field}{key}")
+
+
+def scenario_from_dict(data: Any, source: str, language: str = "en",
+                       distance: float | None = None) -> Scenario:
+    """A checked Scenario from plain data (the YAML layout of data/scenarios/own/*.yaml)."""
+    r = _Reader(source)
+    d = r.node(data, "(top level)")
+    unknown = sorted(set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
+                               "situation", "story", "labels", "dislikes"})
+    if unknown:
+        r.fail(unknown[0], "is not a scenario field", "remove it or fix its spelling")
+
+    case_id = r.text(d, "id")
+    p = r.mapping(d, "persona")
+    age = r.get(p, "age", "persona.")
+    if not isinstance(age, int) or isinstance(age, bool) or not 10 <= age <= 100:
+        r.fail("persona.age", f"is {age!r}", "write the age in years as a whole number (10-100)")
+    persona = Persona(name=r.text(p, "name", "persona."), gender=r.text(p, "gender", "persona."), age=age,
+                      social_persona=r.text(p, "social_persona", "persona."),
+                      inner_core=r.text(p, "inner_core", "persona."))
+
+    t = r.mapping(d, "threshold")
+    threshold = Threshold(level=r.choice(t, "level", "threshold.", LEVELS),
+                          description=r.text(t, "description", "threshold."))
+
+    n = r.mapping(d, "needs")
+    needs = Needs(vent=r.text(n, "vent", "needs."), hoped_for=r.text(n, "hoped_for", "needs."),
+                  constraints=r.text(n, "constraints", "needs."))
+
+    pr = r.mapping(d, "priorities")
+    prio = {}
+    for key in NEED_KEYS:
+        entry = r.mapping(pr, key, "priorities.")
+        prio[key] = Priority(level=r.choice(entry, "level", f"priorities.{key}.", LEVELS),
+                             reason=r.text(entry, "reason", f"priorities.{key}.", allow_empty=language != "en"))
+    priorities = Priorities(**prio)
+
+    e = r.mapping(d, "experiences")
+    experiences = Experiences(*(r.text(e, k, "experiences.")
+                                for k in ("childhood", "adolescence", "young_adulthood", "growth_arc")))
+    s = r.mapping(d, "situation")
+    situation = Situation(*(r.text(s, k, "situation.") for k in ("current", "life_goal", "vision")))
+
+    st = r.mapping(d, "story")
+    raw_stages = r.get(st, "stages", "story.")
+    if not isinstance(raw_stages, list) or len(raw_stages) != N_STAGES:
+        r.fail("story.stages", f"has {len(raw_stages) if isinstance(raw_stages, list) else 'no list of'} stages",
+               f"give exactly {N_STAGES} stages ({', '.join(STAGE_KINDS)}), each with title and content")
+    stages = tuple(Stage(title=r.text(r.node(x, f"story.stages[{i}]"), "title", f"story.stages[{i}]."),
+                         content=r.text(x, "content", f"story.stages[{i}]."))
+                   for i, x in enumerate(raw_stages))
+    story = Story(trigger=r.text(st, "trigger", "story."), stages=stages,
+                  outcome=r.text(st, "outcome", "story."), interlude=r.text(st, "interlude", "story."))
+
+    lb = r.mapping(d, "labels")
+    labels = Labels(domain=r.choice(lb, "domain", "labels.", DOMAINS),
+                    dominant_axis=r.choice(lb, "dominant_axis", "labels.", AXES),
+                    difficulty=r.choice(lb, "difficulty", "labels.", DIFFICULTIES))
+
+    dislikes = d.get("dislikes") or []
+    if not isinstance(dislikes, list) or not all(isinstance(x, str) and x.strip() for x in dislikes):
+        r.fail("dislikes", f"is {dislikes!r}", "write a list of short texts, one response style each")
+
+    return Scenario(id=case_id, persona=persona, threshold=threshold, topic=r.text(d, "topic"), needs=needs,
+                    priorities=priorities, experiences=experiences, situation=situation, story=story,
+                    labels=labels, dislikes=tuple(x.strip() for x in dislikes), language=language,
+                    source=source, distance=distance)

@@ -1,0 +1,195 @@
+"""Scenarios: the own English set against the schema and the official stratification, clear errors for
+bad files, deterministic case selection, and the EMPA importer on the official 30 (METHOD.md 2.7, 5.6)."""
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from echo_lib.config import load_config
+from echo_lib.epm.case_meta import CaseMeta, read_empa_case_meta
+from echo_lib.scenarios import cases as cases_mod
+from echo_lib.scenarios import import_empa, load_cases, load_own, select_cases, stratified_order
+from echo_lib.scenarios.own import load_own_file, own_dir, own_files
+from echo_lib.scenarios.schema import MEMORY_PERIODS, STAGE_KINDS, ScenarioError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def own():
+    return load_own()
+
+
+def cfg_with(**sandbox):
+    seed = sandbox.pop("seed", 0)
+    block = {"case_set": "own", "empa_dir": None, "case_ids": [], "max_cases": 0} | sandbox
+    return load_config(ROOT / "config/default.yaml", sandbox=block, seed=seed)
+
+
+# ---- the own set -------------------------------------------------------------------------------------
+
+def test_every_own_scenario_validates(own):
+    assert len(own) >= 30
+    assert len(own) == len(own_files())
+    for sc in own:
+        assert sc.language == "en" and sc.id == Path(sc.source).stem
+        assert [s.title.lower() for s in sc.story.stages] == list(STAGE_KINDS)
+        assert all(len(s.content) > 40 for s in sc.story.stages)
+        assert sc.story.trigger and sc.story.outcome and sc.story.interlude and sc.topic
+        assert set(sc.memories()) == set(MEMORY_PERIODS) and all(sc.memories().values())
+        meta = sc.case_meta()
+        assert isinstance(meta, CaseMeta) and meta.case_id == sc.id and meta.distance is None
+        assert meta.priorities[sc.labels.dominant_axis] == "High"
+
+
+def test_own_ids_and_personas_unique(own):
+    ids = [sc.id for sc in own]
+    assert len(set(ids)) == len(ids)
+    assert len({sc.persona.name for sc in own}) == len(own)
+    assert len({sc.topic for sc in own}) == len(own)
+
+
+def test_own_set_stratified_like_the_official_30(own):
+    axes = Counter(sc.labels.dominant_axis for sc in own)
+    domains = Counter(sc.labels.domain for sc in own)
+    assert axes == {"C": 10, "A": 10, "P": 10}
+    assert domains == {d: 5 for d in ("Leisure", "Health", "Life", "Values", "Relations", "Career")}
+    # every domain has cases on at least two axes, and every (domain, axis) cell is filled
+    assert len({(sc.labels.domain, sc.labels.dominant_axis) for sc in own}) == 18
+    difficulty = Counter(sc.labels.difficulty for sc in own)
+    assert set(difficulty) == {"Easy", "Medium", "Hard", "Very Hard"}
+    assert (len(own) - difficulty["Easy"]) / len(own) >= 0.8          # official: 86.7% Medium or above
+    threshold = Counter(sc.threshold.level for sc in own)
+    assert set(threshold) == {"Low", "Medium", "High"}
+    assert 0.4 <= threshold["High"] / len(own) <= 0.6                # official: 50% High
+    # each axis has routine and challenging, receptive and defensive cases (the EPM-Q slices of 5.6)
+    for axis in "CAP":
+        mine = [sc for sc in own if sc.labels.dominant_axis == axis]
+        assert {sc.labels.difficulty in ("Easy", "Medium") for sc in mine} == {True, False}
+        assert {sc.threshold.level == "High" for sc in mine} == {True, False}
+
+
+# ---- errors name the file, the field and the fix ------------------------------------------------------
+
+def broken_copy(tmp_path: Path, edit) -> Path:
+    src = own_dir() / "own_001.yaml"
+    data = yaml.safe_load(src.read_text(encoding="utf-8"))
+    edit(data)
+    out = tmp_path / "own_001.yaml"
+    out.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["threshold"].update(level="Extreme"), "threshold.level"),
+    (lambda d: d["persona"].pop("inner_core"), "persona.inner_core"),
+    (lambda d: d["persona"].update(age="forty"), "persona.age"),
+    (lambda d: d["story"]["stages"].pop(), "story.stages"),
+    (lambda d: d["story"]["stages"][2].update(content=""), "story.stages[2].content"),
+    (lambda d: d["story"]["stages"][0].update(title="Backstory"), "story.stages[0].title"),
+    (lambda d: d["labels"].update(domain="Hobbies"), "labels.domain"),
+    (lambda d: d["priorities"]["cognitive"].update(level="Low"), "priorities.cognitive.level"),
+    (lambda d: d.update(id="own_999"), "id"),
+    (lambda d: d.update(mood="sad"), "mood"),
+])
+def test_invalid_file_names_file_and_field(tmp_path, edit, field):
+    path = broken_copy(tmp_path, edit)
+    with pytest.raises(ScenarioError) as info:
+        load_own_file(path)
+    msg = str(info.value)
+    assert str(path) in msg and f"field '{field}'" in msg and "fix:" in msg
+    assert info.value.field == field
+
+
+def test_unreadable_yaml_is_named(tmp_path):
+    path = tmp_path / "own_001.yaml"
+    path.write_text("id: own_001\npersona: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ScenarioError, match="own_001.yaml"):
+        load_own_file(path)
+
+
+def test_one_bad_file_does_not_stop_the_others(tmp_path, monkeypatch):
+    folder = tmp_path / "own"
+    folder.mkdir()
+    for name in ("own_002.yaml", "own_003.yaml"):
+        shutil.copy(own_dir() / name, folder / name)
+    broken_copy(folder, lambda d: d["needs"].pop("vent"))
+    monkeypatch.setattr(cases_mod, "own_dir", lambda: folder)
+    sel = select_cases(cfg_with())
+    assert [s.id for s in sel.scenarios] == ["own_002", "own_003"]
+    assert [(c.case_id, "needs.vent" in c.error) for c in sel.invalid] == [("own_001", True)]
+    with pytest.raises(ValueError, match=r"own_001\.yaml.*needs\.vent"):
+        load_cases(cfg_with())
+
+
+# ---- case selection ------------------------------------------------------------------------------------
+
+def test_load_cases_defaults_to_the_whole_own_set(own):
+    assert [s.id for s in load_cases(cfg_with())] == [s.id for s in own]
+
+
+def test_load_cases_honours_case_ids():
+    got = load_cases(cfg_with(case_ids=["own_017", "own_003"]))
+    assert [s.id for s in got] == ["own_017", "own_003"]
+    sel = select_cases(cfg_with(case_ids=["own_003", "own_404"]))
+    assert [s.id for s in sel.scenarios] == ["own_003"] and sel.invalid[0].case_id == "own_404"
+
+
+def test_max_cases_is_stratified_and_deterministic():
+    two = load_cases(cfg_with(max_cases=2, seed=7))
+    assert [s.id for s in two] == [s.id for s in load_cases(cfg_with(max_cases=2, seed=7))]
+    assert len({s.labels.dominant_axis for s in two}) == 2 and len({s.labels.domain for s in two}) == 2
+    seeds = {tuple(s.id for s in load_cases(cfg_with(max_cases=2, seed=k))) for k in range(6)}
+    assert len(seeds) > 1                                          # the seed matters
+    for seed in range(5):
+        six = load_cases(cfg_with(max_cases=6, seed=seed))
+        assert Counter(s.labels.dominant_axis for s in six) == {"C": 2, "A": 2, "P": 2}
+        assert len({s.labels.domain for s in six}) == 6
+        three = load_cases(cfg_with(max_cases=3, seed=seed))
+        assert {s.labels.dominant_axis for s in three} == {"C", "A", "P"}
+    picked = load_cases(cfg_with(case_ids=["own_001", "own_002", "own_011", "own_021"], max_cases=3))
+    assert {s.labels.dominant_axis for s in picked} == {"C", "A", "P"}
+
+
+def test_stratified_order_is_a_permutation(own):
+    order = stratified_order(own, 0, seed=3)
+    assert sorted(s.id for s in order) == sorted(s.id for s in own)
+    assert [s.id for s in stratified_order(list(reversed(own)), 0, seed=3)] == [s.id for s in order]
+    assert stratified_order(own, 100, seed=3) == order
+
+
+# ---- EMPA importer -----------------------------------------------------------------------------------
+
+def test_empa_import_official_30(empa_dir):
+    imported = import_empa(empa_dir)
+    official = (empa_dir / "official_cases.txt").read_text().split()
+    assert [s.id for s in imported] == official and len(imported) == 30
+    expected = read_empa_case_meta(empa_dir)
+    for sc in imported:
+        assert sc.language == "zh" and len(sc.story.stages) == 4
+        assert all(st.title and st.content for st in sc.story.stages)
+        assert sc.persona.name and 15 <= sc.persona.age <= 60 and sc.topic and sc.story.trigger
+        assert all(sc.memories().values()) and sc.needs.vent and sc.threshold.description
+        assert sc.case_meta() == expected[sc.id]
+    assert Counter(s.labels.dominant_axis for s in imported) == {"C": 10, "A": 10, "P": 10}
+
+
+def test_load_cases_empa(empa_dir):
+    got = load_cases(cfg_with(case_set="empa", empa_dir=str(empa_dir), max_cases=3, seed=1))
+    assert {s.labels.dominant_axis for s in got} == {"C", "A", "P"} and all(s.language == "zh" for s in got)
+    one = load_cases(cfg_with(case_set="empa", empa_dir=str(empa_dir), case_ids=["script_003"]))
+    assert [s.id for s in one] == ["script_003"]
+
+
+def test_empa_missing_section_names_file(empa_dir, tmp_path):
+    fake = tmp_path / "empa"
+    shutil.copytree(empa_dir, fake, ignore=shutil.ignore_patterns("results"))
+    md = fake / "cases" / "script_003.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("<experience>", "<exp>"), encoding="utf-8")
+    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_010"]))
+    assert [s.id for s in sel.scenarios] == ["script_010"]
+    assert "script_003.md" in sel.invalid[0].error and "experience" in sel.invalid[0].error
