@@ -12,7 +12,7 @@ from pathlib import Path
 
 from echo_lib.paths import project_root
 from echo_lib.scenarios.empa_import import import_case, read_metadata, read_official_ids, read_stories
-from echo_lib.scenarios.own import load_own_file, own_dir
+from echo_lib.scenarios.own import load_own_file, own_dir, own_files
 from echo_lib.scenarios.schema import Scenario, ScenarioError
 
 # balanced first on the dominant axis, then life domain, then threshold, then difficulty
@@ -70,7 +70,7 @@ def select_cases(cfg) -> CaseSelection:
     loaded, invalid = [], []
     if sb.case_set == "own":
         folder = own_dir()
-        ids = list(sb.case_ids) or sorted(p.stem for p in folder.glob("*.yaml"))
+        ids = list(sb.case_ids) or [p.stem for p in own_files(folder)]
         paths = {cid: folder / f"{cid}.yaml" for cid in ids}
         load = lambda cid: load_own_file(paths[cid])   # noqa: E731
     elif sb.case_set == "empa":
