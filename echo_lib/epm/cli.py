@@ -13,28 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-
-from echo_lib.epm.empa_io import RESULT_GLOB, Skipped, model_dirs, read_model_dir
-from echo_lib.epm.engine import replay
-from echo_lib.epm.epmq import CONSTANTS, per_case_table, summary_table
-from echo_lib.epm.params import EPMParams
-
-
-def score_folders(root: str | Path, constants: str = "code", params: EPMParams = EPMParams()
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, list[Skipped]]:
-    """(per-case table, per-model summary, skipped files) for every model folder under `root`."""
-    root = Path(root)
-    folders = [root] if any(root.glob(RESULT_GLOB)) else model_dirs(root)
-    if not folders:
-        raise FileNotFoundError(f"{root}: no {RESULT_GLOB} files in it or in its sub-folders")
-    replays, skipped = [], []
-    for folder in folders:
-        runs, bad = read_model_dir(folder)
-        skipped += bad
-        replays += [replay(run, params) for run in runs]
-    per_case = per_case_table(replays, constants)
-    return per_case, summary_table(per_case, constants), skipped
+from echo_lib.epm.epmq import CONSTANTS
+from echo_lib.epm.scoring import score_folders
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,10 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-case", dest="per_case", help="also write the per-case table here (CSV)")
     args = ap.parse_args(argv)
     try:
-        per_case, summary, skipped = score_folders(args.dir, args.constants)
-    except FileNotFoundError as err:
+        scored = score_folders(args.dir, constants=args.constants)
+    except (FileNotFoundError, ValueError) as err:
         print(f"echo-epmq: {err}", file=sys.stderr)
         return 2
+    per_case, summary, skipped = scored.per_case, scored.summary, scored.skipped
     for s in skipped:
         print(f"echo-epmq: skipped {s.path}: {s.reason}", file=sys.stderr)
     if summary.empty:

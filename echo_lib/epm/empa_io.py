@@ -20,7 +20,7 @@ from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.trajectory import CaseRun
 
 log = logging.getLogger(__name__)
-RESULT_GLOB = "script_*_result.json"
+RESULT_GLOB = "*_result.json"   # EMPA names them script_XXX_result.json
 r2 = lambda x: round(float(x), physics.STORE_DECIMALS)  # noqa: E731
 
 
@@ -115,6 +115,21 @@ def model_dirs(root: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{root}: no such folder; give a folder with one sub-folder per model "
                                 f"of {RESULT_GLOB} files")
     return sorted(d for d in root.iterdir() if d.is_dir() and any(d.glob(RESULT_GLOB)))
+
+
+def find_empa_dir(configured: str | Path | None = None) -> Path | None:
+    """The EMPA data folder: `configured` if given (it must exist), else ../shared/empa beside the
+    repository if it is there, else None."""
+    if configured:
+        path = Path(configured)
+        if not (path / "case_metadata.json").is_file():
+            raise FileNotFoundError(f"{path}: not an EMPA data folder (no case_metadata.json); "
+                                    "set sandbox.empa_dir to the folder that holds cases/ and results/")
+        return path
+    from echo_lib.paths import project_root
+
+    beside = project_root().parent / "shared" / "empa"
+    return beside if (beside / "case_metadata.json").is_file() else None
 
 
 # ---- writing ---------------------------------------------------------------------------------------

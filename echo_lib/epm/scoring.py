@@ -1,0 +1,73 @@
+"""Score folders of result files: read every run, replay it, and build the per-case and per-model tables.
+Shared by the `echo-epmq` command and the EPM analysis notebook."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from echo_lib.epm.empa_io import RESULT_GLOB, Skipped, model_dirs, read_model_dir
+from echo_lib.epm.engine import Replay, replay
+from echo_lib.epm.epmq import per_case_table, summary_table
+from echo_lib.epm.params import EPMParams
+
+
+@dataclass
+class Scored:
+    replays: list[Replay]
+    per_case: pd.DataFrame
+    summary: pd.DataFrame
+    skipped: list[Skipped]
+
+
+def model_folders(roots: list[str | Path]) -> list[Path]:
+    """Model folders under each root (a root holding result files itself is one model folder)."""
+    folders = []
+    for root in map(Path, roots):
+        folders += [root] if root.is_dir() and any(root.glob(RESULT_GLOB)) else model_dirs(root)
+    names = [f.name for f in folders]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"model folder name(s) {', '.join(twice)} appear under more than one root; "
+                         "the folder name is the model's name in every table, so rename one")
+    return folders
+
+
+def score_folders(roots: list[str | Path] | str | Path, params: EPMParams = EPMParams(),
+                  constants: str | None = None) -> Scored:
+    """Replay every run under `roots` with `params`; EPM-Q with `constants` (default: params.constants)."""
+    roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
+    folders = model_folders(roots)
+    if not folders:
+        raise FileNotFoundError(f"no {RESULT_GLOB} files in {', '.join(map(str, roots))} or their sub-folders")
+    replays, skipped = [], []
+    for folder in folders:
+        runs, bad = read_model_dir(folder)
+        skipped += bad
+        replays += [replay(run, params) for run in runs]
+    constants = constants or params.constants
+    per_case = per_case_table(replays, constants)
+    return Scored(replays, per_case, summary_table(per_case, constants), skipped)
+
+
+def resolve_result_dirs(result_dirs: list[str | Path], empa_dir: Path | None) -> list[Path]:
+    """The folders to score: as given, or ([]) the published EMPA runs if the EMPA folder is there."""
+    if result_dirs:
+        return [Path(d) for d in result_dirs]
+    if empa_dir is not None and (empa_dir / "results").is_dir():
+        return [empa_dir / "results"]
+    raise FileNotFoundError("no result folders given and no EMPA data found; pass result_dirs (folders with one "
+                            "sub-folder per model of *_result.json files) or set sandbox.empa_dir")
+
+
+def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[str, Path]:
+    """per_case.csv (full precision) and summary.csv (2 dp, the constant set named in a column)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"per_case": out_dir / "per_case.csv", "summary": out_dir / "summary.csv"}
+    scored.per_case.to_csv(paths["per_case"], index=False)
+    cases = scored.per_case.groupby("Model", sort=False).size()
+    summary = scored.summary.round(2).assign(Cases=lambda t: t["Model"].map(cases), Constants=constants)
+    summary.to_csv(paths["summary"], index=False)
+    return paths

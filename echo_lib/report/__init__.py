@@ -1,0 +1,1 @@
+"""Figures and tables for the paper, drawn from the stages' result files."""
