@@ -85,6 +85,34 @@ class SandboxCases:
 
 
 @dataclass(frozen=True)
+class ChitchatCorpus:
+    wheel: str
+    sha256: str
+    member: str
+
+
+@dataclass(frozen=True)
+class HumanlikeData:
+    n_train: int
+    n_test: int
+    test_fraction: float
+    min_context_turns: int
+    max_context_turns: int
+    max_reply_words: int
+    negatives: list[str]
+    system_prompt: str
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    chitchat: ChitchatCorpus
+    humanlike: HumanlikeData
+
+
+@dataclass(frozen=True)
 class Resources:
     threads: int
     mem_mb: int
@@ -108,6 +136,7 @@ class RunConfig:
     resources: dict[str, Resources]
     llm: LLMSettings
     epm: EPMParams
+    data: DataConfig
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property
