@@ -20,6 +20,9 @@ from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LL
                                 row_seed, stable_hash)
 
 
+TOP_K = 256  # candidate tokens for top-p sampling (see _pick)
+
+
 def fingerprint(folder: str | Path) -> str | None:
     """Cheap content fingerprint of a checkpoint folder: config files in full, weight files by size and
     their first and last MiB (a changed conversion changes the key; hashing 500 MB each load would not pay)."""
@@ -162,7 +165,7 @@ class HFBackend:
         input_ids, mask, pos = self._padded(ids)
         cache = DynamicCache(config=model.config)
         with torch.inference_mode():
-            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache,
                            use_cache=True, logits_to_keep=1).logits[:, -1, :]
             while active:
                 nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active])
@@ -187,7 +190,7 @@ class HFBackend:
                 mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
                 pos = pos[:, -1:] + 1
                 logits = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
-                               past_key_values=cache, use_cache=True).logits[:, -1, :]
+                               cache=cache, use_cache=True).logits[:, -1, :]
         out = []
         for r in range(B):
             text = tok.decode(new[r], skip_special_tokens=True)
@@ -198,21 +201,35 @@ class HFBackend:
 
     @staticmethod
     def _pick(logits, samplings: list[Sampling], gens) -> Any:
-        """Next token per row: argmax for greedy rows, else temperature + top-p + a draw from the row's generator."""
+        """Next token per row: argmax for greedy rows; else temperature, top-p, and one uniform draw from the
+        row's own generator mapped through the cumulative distribution (inverse CDF).
+
+        Top-p works on the TOP_K most likely tokens (a full sort of a 49k vocabulary per row per step cost
+        more than the model's forward pass); a row whose nucleus is not inside them falls back to a full sort.
+        """
         import torch
         logits = logits.float().cpu()
         picks = logits.argmax(-1)
-        for j, s in enumerate(samplings):
-            if s.greedy:
-                continue
-            probs = torch.softmax(logits[j] / s.temperature, dim=-1)
-            if s.top_p < 1:
-                sp, si = probs.sort(descending=True)
-                cut = (sp.cumsum(0) - sp) >= s.top_p  # keep the smallest head whose mass reaches top_p
-                sp[cut] = 0
-                picks[j] = si[torch.multinomial(sp, 1, generator=gens[j])[0]]
+        rows = [j for j, s in enumerate(samplings) if not s.greedy]
+        if not rows:
+            return picks
+        temps = torch.tensor([samplings[j].temperature for j in rows])[:, None]
+        probs = torch.softmax(logits[rows] / temps, dim=-1)
+        head_p, head_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)
+        for r, j in enumerate(rows):
+            top_p = samplings[j].top_p
+            if top_p >= 1:
+                p, idx = probs[r], None
+            elif head_p[r].sum() >= top_p:
+                p, idx = head_p[r], head_i[r]
             else:
-                picks[j] = torch.multinomial(probs, 1, generator=gens[j])[0]
+                p, idx = probs[r].sort(descending=True)
+            if top_p < 1:
+                p = p.masked_fill((p.cumsum(0) - p) >= top_p, 0)  # smallest head whose mass reaches top_p
+            cdf = p.cumsum(0)
+            u = torch.rand(1, generator=gens[j], dtype=cdf.dtype) * cdf[-1]
+            k = min(int(torch.searchsorted(cdf, u)), len(cdf) - 1)
+            picks[j] = k if idx is None else idx[k]
         return picks
 
     def _hit_stop(self, tokens: list[int], stop: Sequence[str]) -> bool:

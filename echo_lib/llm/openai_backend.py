@@ -49,8 +49,9 @@ def choose_request(model: str, messages: Chat, top_logprobs: int) -> dict:
             "logprobs": True, "top_logprobs": top_logprobs}
 
 
-def tools_request(model: str, messages: Chat, tools: list[dict]) -> dict:
-    return {"model": model, "messages": messages, "tools": tools, "tool_choice": "required", "temperature": 0.0}
+def tools_request(model: str, messages: Chat, tools: list[dict], max_tokens: int) -> dict:
+    return {"model": model, "messages": messages, "tools": tools, "tool_choice": "required", "temperature": 0.0,
+            "max_tokens": max_tokens}
 
 
 def choice_from_top_logprobs(options: Sequence[str], top: Sequence[tuple[str, float]]) -> Choice | None:
@@ -199,7 +200,7 @@ class OpenAIBackend:
 
     def call_tools(self, chats: Sequence[Chat], tools: list[dict], usage: Usage) -> Iterator[tuple[int, ToolCall]]:
         def one(i: int) -> ToolCall:
-            r = self._create(tools_request(self.model, chats[i], tools), usage)
+            r = self._create(tools_request(self.model, chats[i], tools, self.settings.tool_call_tokens), usage)
             calls = r.choices[0].message.tool_calls
             if not calls:
                 raise FeatureUnsupported(
