@@ -53,9 +53,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from echo_lib.epm.case_meta import read_empa_case_meta
 from echo_lib.epm.empa_io import find_empa_dir
-from echo_lib.epm.scoring import resolve_result_dirs, score_folders, write_tables
+from echo_lib.epm.scoring import known_case_meta, resolve_result_dirs, score_folders, write_tables
 from echo_lib.epm.slices import slice_table, slice_wide
 from echo_lib.report import epm_figures as figs
 
@@ -100,10 +99,13 @@ plt.show()
 # Mean per-case EPM-Q over the cases of a slice. *Mechanism*: the case's dominant deficit axis, Routine
 # (Easy, Medium) vs Hard (Hard, Very Hard). *Persona*: need type (affective or cognitive priority High;
 # motivational High or Medium) × Receptive (threshold Low/Medium) vs Defensive (High). Case metadata comes
-# from the scenario files; runs of cases without metadata are left out of the slices.
+# from the scenario files (the project's own set, and EMPA's cases when its folder is present); runs of
+# cases without metadata are left out of the slices. For EMPA's cases, `case_meta_source = "empa_stats"`
+# takes the need priorities as EMPA's own statistics list them: they differ from the case text in 7 of the
+# 30 cases, and only with them do the persona slices equal the published ones.
 
 # %%
-meta = read_empa_case_meta(empa_dir, priorities=case_meta_source) if empa_dir else {}
+meta = known_case_meta(empa_dir, priorities=case_meta_source)
 known = scored.per_case["Case_ID"].isin(meta)
 print(f"case metadata for {known.sum()} of {len(known)} runs ({case_meta_source})")
 slices = slice_table(scored.per_case[known], meta) if known.any() else pd.DataFrame()

@@ -85,4 +85,12 @@ def test_notebook_writes_tables_and_figures(tmp_path):
     for name in ("fig_outcomes", "fig_indices", "fig_case_heatmap", "fig_trajectories"):
         assert (out / f"{name}.png").is_file() and (out / f"{name}.pdf").is_file(), name
     radar = [(out / f"fig_radar_{s}.png").is_file() for s in ("mechanism", "persona", "domain")]
-    assert all(radar) if find_empa_dir() else not any(radar)     # slices need EMPA's case metadata
+    assert all(radar) if find_empa_dir() else not any(radar)     # these runs are EMPA cases: need its metadata
+
+
+def test_known_case_meta_has_own_and_empa_cases(empa_dir):
+    from echo_lib.epm.scoring import known_case_meta
+    own = known_case_meta(None)
+    assert len(own) >= 30 and all(not k.startswith("script_") for k in own)
+    both = known_case_meta(empa_dir, priorities="empa_stats")
+    assert set(own) < set(both) and both["script_042"].priorities == {"C": "High", "A": "High", "P": "High"}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from echo_lib.epm.case_meta import CaseMeta, read_empa_case_meta
 from echo_lib.epm.empa_io import RESULT_GLOB, Skipped, model_dirs, read_model_dir
 from echo_lib.epm.engine import Replay, replay
 from echo_lib.epm.epmq import per_case_table, summary_table
@@ -71,3 +72,14 @@ def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[st
     summary = scored.summary.round(2).assign(Cases=lambda t: t["Model"].map(cases), Constants=constants)
     summary.to_csv(paths["summary"], index=False)
     return paths
+
+
+def known_case_meta(empa_dir: Path | None, priorities: str = "scenario") -> dict[str, CaseMeta]:
+    """Metadata of every case a run may have played: the project's own scenarios and, when the EMPA
+    folder is there, EMPA's cases (`priorities` as in read_empa_case_meta)."""
+    from echo_lib.scenarios import load_own     # scenarios builds on epm.case_meta; import here, not at the top
+
+    meta = {s.id: s.case_meta() for s in load_own()}
+    if empa_dir is not None:
+        meta.update(read_empa_case_meta(empa_dir, priorities=priorities))
+    return meta
