@@ -21,6 +21,7 @@ import yaml
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
+from echo_lib.rewards.params import RewardModelParams
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
 DEFAULT_CONFIG = project_root() / "config" / "default.yaml"
@@ -137,6 +138,7 @@ class RunConfig:
     llm: LLMSettings
     epm: EPMParams
     data: DataConfig
+    reward_models: RewardModelParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property

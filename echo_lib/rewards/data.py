@@ -1,0 +1,104 @@
+"""Stage 01's datasets as reward-model examples: the prompt, the SFT target, and the gold for rewards.
+
+Reads `results/<run>/data/{humanlike,empathy}/{train,test}.jsonl` (the contract in DESIGN.md) and
+checks each line, so a malformed item fails here with its file, line and field rather than deep
+inside a trainer. The scalar variant reads the empathy data (each candidate reply, no anchor).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
+from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target
+from echo_lib.rewards.verdict import score_target
+
+HUMANLIKE_KEYS = {"id": str, "dialogue_id": str, "context": list, "reply": str, "label": str, "kind": str}
+EMPATHY_KEYS = {"id": str, "scenario_id": str, "context": list, "profile": dict, "theorems": list,
+                "reference": str, "candidate": str, "label": str, "candidate_score": int}
+LABELS = {"humanlike": ("human", "machine"), "empathy": ("better", "tie", "worse")}
+HUMANLIKE_KINDS = ("human", "model_reply", "context_removed", "last_turn_swapped", "turns_shuffled")
+
+
+class DataError(ValueError):
+    """A dataset line that does not follow the stage-01 contract; the message names file, line and field."""
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    prompt: list[dict]      # the chat the reward model sees
+    target: str             # the reasoning-plus-verdict SFT target (templated; see targets.py)
+    gold: dict              # what the rewards compare against: kind, label, profile or item kind
+
+
+def data_kind(kind: str) -> str:
+    return "humanlike" if kind == "humanlike" else "empathy"
+
+
+def data_file(run_dir: str | Path, kind: str, split: str) -> Path:
+    return Path(run_dir) / "data" / data_kind(kind) / f"{split}.jsonl"
+
+
+def load_items(path: str | Path, kind: str) -> list[dict]:
+    """Every item of one jsonl file, checked against the contract of its data kind."""
+    path, dk = Path(path), data_kind(kind)
+    if not path.exists():
+        raise DataError(f"{path} does not exist; run stage 01 (notebooks/01_data_synthesis) first")
+    keys = HUMANLIKE_KEYS if dk == "humanlike" else EMPATHY_KEYS
+    items = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{n} is not valid JSON ({err})") from None
+        for key, tp in keys.items():
+            if not isinstance(item.get(key), tp):
+                raise DataError(f"{path}:{n}: field {key!r} must be a {tp.__name__}, got {item.get(key)!r}; "
+                                "regenerate the data with stage 01")
+        if item["label"] not in LABELS[dk]:
+            raise DataError(f"{path}:{n}: label {item['label']!r} is not one of {LABELS[dk]}")
+        if dk == "humanlike" and item["kind"] not in HUMANLIKE_KINDS:
+            raise DataError(f"{path}:{n}: kind {item['kind']!r} is not one of {HUMANLIKE_KINDS}")
+        if dk == "empathy" and (not item["context"] or item["context"][-1].get("role") != "user"):
+            raise DataError(f"{path}:{n}: context must end with a user turn")
+        if dk == "empathy" and not 1 <= item["candidate_score"] <= 5:
+            raise DataError(f"{path}:{n}: candidate_score {item['candidate_score']} is outside 1-5")
+        items.append(item)
+    if not items:
+        raise DataError(f"{path} holds no items")
+    return items
+
+
+def to_example(item: dict, kind: str, field_words: int = 10) -> Example:
+    if kind == "empathy":
+        gold = {"kind": kind, "label": item["label"], "profile": item["profile"]}
+        return Example(item["id"], empathy_prompt(item["context"], item["reference"], item["candidate"]),
+                       empathy_target(item, field_words), gold)
+    if kind == "scalar":
+        gold = {"kind": kind, "label": score_target(item["candidate_score"]), "profile": item["profile"]}
+        return Example(item["id"], scalar_prompt(item["context"], item["candidate"]),
+                       scalar_target(item, field_words), gold)
+    if kind == "humanlike":
+        gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"]}
+        return Example(item["id"], humanlike_prompt(item["context"], item["reply"]), humanlike_target(item), gold)
+    raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
+
+
+def examples(items: list[dict], kind: str, field_words: int = 10) -> list[Example]:
+    return [to_example(it, kind, field_words) for it in items]
+
+
+def sft_rows(exs: list[Example]) -> list[dict[str, Any]]:
+    """TRL conversational prompt-completion rows (the loss falls on the completion only)."""
+    return [{"prompt": e.prompt, "completion": [{"role": "assistant", "content": e.target}]} for e in exs]
+
+
+def grpo_rows(exs: list[Example]) -> list[dict[str, Any]]:
+    """TRL GRPO rows; the gold travels as a JSON string column (profiles differ in shape across items,
+    which an Arrow table would not hold as one struct type)."""
+    return [{"prompt": e.prompt, "gold": json.dumps(e.gold)} for e in exs]

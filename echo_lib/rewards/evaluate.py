@@ -1,0 +1,145 @@
+"""Held-out evaluation of a reward model (METHOD.md 3.4, metrics to report), base and trained alike.
+
+Every model is prompted the same way and decodes greedily through the model layer (cached), and its
+output goes through the same strict parser as in training: an unparsable output is a failure, never
+silently counted as some verdict.
+
+  accuracy            correct verdicts / items (a parse failure counts as wrong)
+  accuracy_parsed     correct verdicts / items whose output parsed
+  parse_failure_rate  unparsable outputs / all outputs (both orders for empathy)
+  position_bias       empathy: share of items (both orders parsed) whose verdict does not flip when the
+                      candidate and reference trade places (a consistent judge says worse for better)
+  slot_preference     empathy: mean of (v + v_swapped) / 2; > 0 favours whatever is in the candidate slot
+  length_bias         Pearson correlation of the verdict value with the length difference in words
+                      (empathy: candidate - reference; humanlike: reply length; scalar: candidate score
+                      vs candidate - reference); label_length_corr is the same for the gold labels,
+                      the share of a length bias the data itself would explain
+  scalar variant      scores the candidate and the reference separately (no anchor in the prompt) and
+                      compares the two scores, so its accuracy is on the same better/tie/worse task
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Sequence
+
+from echo_lib.llm import Sampling
+from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
+from echo_lib.rewards.verdict import EMPATHY_VERDICTS, flip, parse, score_target, score_to_verdict, verdict_value
+
+METRICS = ["n", "accuracy", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
+           "length_bias", "label_length_corr", "tie_rate", "score_corr"]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """None where it is undefined (fewer than 3 points, or a constant series)."""
+    if len(xs) < 3:
+        return None
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx, syy = sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+
+
+def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True
+                ) -> list[dict]:
+    """One row per item: the raw outputs, what parsed, and what the metrics need."""
+    greedy = Sampling(temperature=0, max_new_tokens=max_new_tokens)
+    if kind == "empathy":
+        chats = [empathy_prompt(it["context"], it["reference"], it["candidate"]) for it in items]
+        if position_swap:
+            chats += [empathy_prompt(it["context"], it["candidate"], it["reference"]) for it in items]
+    elif kind == "scalar":
+        chats = [scalar_prompt(it["context"], it["candidate"]) for it in items]
+        chats += [scalar_prompt(it["context"], it["reference"]) for it in items]
+    elif kind == "humanlike":
+        chats = [humanlike_prompt(it["context"], it["reply"]) for it in items]
+    else:
+        raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
+    outs = [c.text for c in llm.generate(chats, greedy)]
+    n, rows = len(items), []
+    for i, it in enumerate(items):
+        p = parse(outs[i], kind)
+        row: dict[str, Any] = {"id": it["id"], "label": it["label"], "output": outs[i], "parsed": p.ok,
+                               "verdict": p.answer if p.ok else None}
+        if kind == "empathy":
+            row["length_diff"] = words(it["candidate"]) - words(it["reference"])
+            if position_swap:
+                q = parse(outs[n + i], kind)
+                row.update(output_swapped=outs[n + i], parsed_swapped=q.ok, verdict_swapped=q.answer if q.ok else None)
+        elif kind == "scalar":
+            q = parse(outs[n + i], kind)
+            row.update(score_candidate=p.score, score_reference=q.score, output_reference=outs[n + i],
+                       parsed_reference=q.ok, candidate_score=it["candidate_score"],
+                       length_diff=words(it["candidate"]) - words(it["reference"]))
+            row["verdict"] = score_to_verdict(p.score, q.score) if p.ok and q.ok else None
+        else:
+            row.update(item_kind=it["kind"], length=words(it["reply"]))
+        rows.append(row)
+    return rows
+
+
+def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
+    vkind = "humanlike" if kind == "humanlike" else "empathy"   # scalar verdicts are better/tie/worse
+    n = len(rows)
+    correct = [r["verdict"] == r["label"] for r in rows]
+    judged = [r for r in rows if r["verdict"] is not None]
+    outputs = [r["parsed"] for r in rows] + [r[k] for r in rows for k in ("parsed_swapped", "parsed_reference")
+                                             if k in r]
+    m: dict[str, Any] = {k: None for k in METRICS}
+    m.update(n=n, accuracy=sum(correct) / n if n else None,
+             accuracy_parsed=sum(r["verdict"] == r["label"] for r in judged) / len(judged) if judged else None,
+             parse_failure_rate=1 - sum(outputs) / len(outputs) if outputs else None,
+             verdict_counts=dict(Counter(r["verdict"] or "unparsed" for r in rows)))
+    length_key = "length" if kind == "humanlike" else "length_diff"
+    if judged:
+        m["length_bias"] = pearson([verdict_value(vkind, r["verdict"]) for r in judged],
+                                   [r[length_key] for r in judged])
+    m["label_length_corr"] = pearson([verdict_value(vkind, r["label"]) for r in rows], [r[length_key] for r in rows])
+    if kind != "humanlike":
+        m["tie_rate"] = sum(r["verdict"] == "tie" for r in judged) / len(judged) if judged else None
+    if kind == "empathy":
+        both = [r for r in rows if r["verdict"] is not None and r.get("verdict_swapped") is not None]
+        if both:
+            m["position_bias"] = sum(r["verdict_swapped"] != flip(r["verdict"]) for r in both) / len(both)
+            m["slot_preference"] = sum((EMPATHY_VERDICTS[r["verdict"]] + EMPATHY_VERDICTS[r["verdict_swapped"]]) / 2
+                                       for r in both) / len(both)
+    if kind == "scalar":
+        scored = [r for r in rows if r["score_candidate"] is not None]
+        m["score_corr"] = pearson([r["score_candidate"] for r in scored],
+                                  [score_target(r["candidate_score"]) for r in scored])
+        if scored:  # the scalar length bias: does a longer candidate get a higher score?
+            m["length_bias"] = pearson([r["score_candidate"] for r in scored], [r["length_diff"] for r in scored])
+    if kind == "humanlike":
+        by_kind: dict[str, list[bool]] = {}
+        for r, ok in zip(rows, correct):
+            by_kind.setdefault(r["item_kind"], []).append(ok)
+        m["accuracy_by_kind"] = {k: sum(v) / len(v) for k, v in sorted(by_kind.items())}
+    return m
+
+
+def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True
+             ) -> tuple[dict, list[dict]]:
+    rows = judge_items(llm, items, kind, max_new_tokens, position_swap)
+    return metrics(rows, kind), rows
+
+
+def metrics_table(by_model: dict[str, dict]) -> list[dict]:
+    """Rows metric x model (e.g. base, trained) for the CSV table; nested metrics are flattened."""
+    flat = {name: _flatten(m) for name, m in by_model.items()}
+    keys = list(dict.fromkeys(k for m in flat.values() for k in m))
+    return [{"metric": k, **{name: flat[name].get(k) for name in flat}} for k in keys]
+
+
+def _flatten(m: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in m.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

@@ -1,0 +1,64 @@
+"""RewardModelParams: every setting of stage 02 (training and evaluating the generative reward models).
+
+The run config carries these under `reward_models:` (config/schema.yaml documents each key and holds
+the defaults, which are the tiny CPU scale). Paper-scale values come from METHOD.md 3.4 [DEFAULT]
+(group size 8, lr 1e-6, KL 0.001, process weight 0.3). This module does not import echo_lib.config,
+so the reward models can be used without a run config (e.g. in tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KINDS = ("empathy", "humanlike", "scalar")
+PROCESS_SCORERS = ("lexical", "judge")
+
+
+@dataclass(frozen=True)
+class LoraParams:
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+
+
+@dataclass(frozen=True)
+class SFTParams:
+    """Warm start: supervised steps on reasoning-plus-verdict targets (templated at tiny scale)."""
+    steps: int = 30
+    learning_rate: float = 2e-4
+    batch_size: int = 4
+    max_length: int = 768          # prompt + target tokens; longer examples are cut from the right
+
+
+@dataclass(frozen=True)
+class GRPOParams:
+    """GRPO on the reward model itself: reward = correct + process_weight*process + format_weight*format."""
+    steps: int = 8
+    learning_rate: float = 5e-5
+    num_generations: int = 4       # completions per prompt (the group)
+    prompts_per_step: int = 2      # per-device batch = prompts_per_step * num_generations completions
+    max_completion_length: int = 160
+    temperature: float = 1.0
+    beta: float = 0.0              # KL to the reference; >0 needs a second forward pass per step
+    process_weight: float = 0.3
+    format_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class EvalParams:
+    max_items: int = 32            # held-out items scored per model (0 = all)
+    max_new_tokens: int = 192
+    position_swap: bool = True     # also judge with candidate and reference swapped (position bias)
+
+
+@dataclass(frozen=True)
+class RewardModelParams:
+    lora: LoraParams = field(default_factory=LoraParams)
+    sft: SFTParams = field(default_factory=SFTParams)
+    grpo: GRPOParams = field(default_factory=GRPOParams)
+    eval: EvalParams = field(default_factory=EvalParams)
+    max_train_items: int = 0       # training items used (0 = all of train.jsonl)
+    target_field_words: int = 10   # templated targets: most words kept from each gold profile field
+    process_scorer: str = "lexical"   # "lexical" (transparent field matching) or "judge" (a model per field)
+    process_judge: str | None = None  # model name for process_scorer "judge" (null = roles.reward_model)
+    unparsed_reward: float = 0.0   # what a policy reward function returns when the RM's output does not parse

@@ -1,0 +1,78 @@
+"""Trained reward models as TRL reward functions, for the policy RL stage (METHOD.md 4.2).
+
+    reward_fn = load_reward_fn(cfg, "empathy")          # base + results/<run>/rm/empathy/adapter
+    GRPOTrainer(..., reward_funcs=[reward_fn], ...)     # dataset needs a `reference` column
+
+A call judges each completion with the reward model (greedy, batched, cached through the model
+layer, so a repeated completion costs nothing) and maps the verdict to the reward:
+  - empathy:   the reply against the row's reference reply (the score-3 anchor): better/tie/worse -> +1/0/-1;
+  - humanlike: human/machine -> 1/0;
+  - scalar:    score 1-10 -> (score - 1) / 9 in [0, 1] (the ablation: no anchor).
+An RM output that does not parse gives `unparsed_reward` (config; default 0, neutral) and is counted
+in `last_stats`, which the policy stage logs (the tie rate too, a METHOD.md 3.5 monitor).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from echo_lib.llm import Sampling
+from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
+from echo_lib.rewards.rm_rewards import completion_text
+from echo_lib.rewards.verdict import SCORE_RANGE, parse, verdict_value
+
+
+def prompt_context(prompt: Any) -> list[dict]:
+    """The dialogue of a policy prompt (conversational: a message list; standard: one user string),
+    without its system message."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [{"role": m["role"], "content": m["content"]} for m in prompt if m.get("role") != "system"]
+
+
+class RewardModelFn:
+    """A TRL reward function `f(prompts, completions, **columns) -> list[float]` over a reward-model LLM."""
+
+    def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float = 0.0):
+        if kind not in ("empathy", "humanlike", "scalar"):
+            raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
+        self.llm, self.kind, self.unparsed_reward = llm, kind, unparsed_reward
+        self.sampling = Sampling(temperature=0, max_new_tokens=max_new_tokens)
+        self.__name__ = f"{kind}_rm"   # TRL logs rewards/<__name__>/mean
+        self.last_stats: dict[str, Any] = {}
+
+    def chats(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None
+              ) -> list[list[dict]]:
+        replies = [completion_text(c).strip() for c in completions]
+        contexts = [prompt_context(p) for p in prompts]
+        if self.kind == "empathy":
+            if reference is None:
+                raise ValueError("the empathy reward needs a `reference` column in the policy dataset (the "
+                                 "reply scored 3 that each completion is compared against)")
+            return [empathy_prompt(c, ref, r) for c, ref, r in zip(contexts, reference, replies)]
+        if self.kind == "scalar":
+            return [scalar_prompt(c, r) for c, r in zip(contexts, replies)]
+        return [humanlike_prompt([m["content"] for m in c], r) for c, r in zip(contexts, replies)]
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None = None,
+                 **_: Any) -> list[float]:
+        outs = self.llm.generate(self.chats(prompts, completions, reference), self.sampling)
+        parsed = [parse(o.text, self.kind) for o in outs]
+        rewards = [self.value(p.answer) if p.ok else self.unparsed_reward for p in parsed]
+        self.last_stats = {"n": len(parsed), "unparsed": sum(not p.ok for p in parsed),
+                           "verdicts": dict(Counter(p.answer for p in parsed if p.ok))}
+        return rewards
+
+    def value(self, answer: str) -> float:
+        if self.kind == "scalar":
+            lo, hi = SCORE_RANGE
+            return (int(answer) - lo) / (hi - lo)
+        return verdict_value(self.kind, answer)
+
+
+def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardModelFn:
+    """The trained reward model of this run (or the adapter at `adapter_dir`) as a TRL reward function."""
+    from echo_lib.rewards.stage import rm_llm, rm_paths
+    adapter = adapter_dir or str(rm_paths(cfg, kind).adapter)
+    p = cfg.reward_models
+    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed_reward)

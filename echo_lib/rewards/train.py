@@ -1,0 +1,168 @@
+"""Training a generative reward model with TRL and LoRA: a short SFT warm start, then GRPO.
+
+    sft_stage   reasoning-plus-verdict targets (targets.py) teach the format and where evidence goes;
+    grpo_stage  the model judges each training prompt num_generations times and is rewarded for
+                correct + process_weight * process + format_weight * format (rm_rewards.py).
+
+Both stages train one LoRA adapter on the frozen base; GRPO continues the SFT adapter in memory.
+The CPU flags are the ones PLATFORM.md 4 measured (bf16 defaults to True even on CPU, gradient
+checkpointing only slows a 135M model down). TRL's own log history becomes train_log.csv.
+"""
+from __future__ import annotations
+
+import csv
+import logging
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from echo_lib.rewards.data import Example, grpo_rows, sft_rows
+from echo_lib.rewards.params import RewardModelParams
+from echo_lib.rewards.rm_rewards import rm_reward_funcs
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = ["stage", "step", "loss", "reward", "correct", "process", "format", "completion_length",
+               "step_time", "learning_rate"]
+
+
+@dataclass
+class TrainResult:
+    adapter_dir: str
+    log: list[dict] = field(default_factory=list)     # one row per logged step (LOG_COLUMNS)
+    seconds: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, int] = field(default_factory=dict)
+    peak_rss_mb: float = 0.0
+
+
+def cpu_flags(use_cpu: bool) -> dict[str, Any]:
+    return dict(use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
+                gradient_checkpointing=False, report_to="none", save_strategy="no",
+                dataloader_num_workers=0, logging_steps=1, disable_tqdm=True)
+
+
+def lora_config(params: RewardModelParams):
+    from peft import LoraConfig
+    p = params.lora
+    return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout, target_modules=list(p.target_modules),
+                      task_type="CAUSAL_LM")
+
+
+def load_base(base: str | Path, dtype: str = "float32"):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(str(base))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=getattr(torch, dtype))
+    return model, tok
+
+
+def sft_stage(model, tok, exs: Sequence[Example], params: RewardModelParams, work_dir: Path, seed: int,
+              use_cpu: bool = True, peft_config=None):
+    """Supervised warm start; `model` is a PeftModel, or the base with `peft_config`. Returns the trainer."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+    p = params.sft
+    check_lengths(tok, exs, p.max_length)
+    args = SFTConfig(output_dir=str(work_dir / "sft"), max_steps=p.steps, learning_rate=p.learning_rate,
+                     per_device_train_batch_size=p.batch_size, max_length=p.max_length, packing=False,
+                     lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **cpu_flags(use_cpu))
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(sft_rows(list(exs))),
+                         processing_class=tok, peft_config=peft_config)
+    trainer.train()
+    return trainer
+
+
+def check_lengths(tok, exs: Sequence[Example], max_length: int) -> None:
+    """TRL cuts prompt+target from the right and drops rows whose target is gone: say so up front."""
+    def n(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+    over = [e.id for e in exs if n(tok.apply_chat_template(e.prompt, add_generation_prompt=True, tokenize=False))
+            + n(e.target) + 2 > max_length]
+    if len(over) == len(exs):
+        raise ValueError(f"every SFT example is longer than reward_models.sft.max_length={max_length} tokens "
+                         "(prompt + target); raise it, or shorten the contexts in stage 01")
+    if over:
+        log.warning("%d of %d SFT examples exceed reward_models.sft.max_length=%d and lose the end of their "
+                    "target (e.g. %s)", len(over), len(exs), max_length, over[0])
+
+
+def grpo_stage(model, tok, exs: Sequence[Example], reward_funcs: list[Callable], reward_weights: list[float],
+               params: RewardModelParams, work_dir: Path, seed: int, use_cpu: bool = True, peft_config=None):
+    """GRPO on the reward model; `model` is the SFT PeftModel (or the base with `peft_config`)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    p = params.grpo
+    if len(exs) < p.prompts_per_step:
+        raise ValueError(f"GRPO needs at least reward_models.grpo.prompts_per_step={p.prompts_per_step} training "
+                         f"items, got {len(exs)}; lower it or make more data in stage 01")
+    args = GRPOConfig(output_dir=str(work_dir / "grpo"), max_steps=p.steps, learning_rate=p.learning_rate,
+                      per_device_train_batch_size=p.prompts_per_step * p.num_generations,
+                      num_generations=p.num_generations, max_completion_length=p.max_completion_length,
+                      temperature=p.temperature, beta=p.beta, reward_weights=list(reward_weights),
+                      lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **cpu_flags(use_cpu))
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
+                          train_dataset=Dataset.from_list(grpo_rows(list(exs))), processing_class=tok,
+                          peft_config=peft_config)
+    trainer.train()
+    return trainer
+
+
+def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], params: RewardModelParams,
+                       out_dir: str | Path, seed: int = 0, judge=None, use_cpu: bool = True,
+                       dtype: str = "float32") -> TrainResult:
+    """SFT then GRPO on `exs`; writes out_dir/adapter/ and out_dir/train_log.csv."""
+    out_dir = Path(out_dir)
+    work = out_dir / "trainer"
+    result = TrainResult(adapter_dir=str(out_dir / "adapter"))
+    t0 = time.perf_counter()
+    model, tok = load_base(base, dtype)
+    peft_config = lora_config(params)
+    if params.sft.steps > 0:
+        t = time.perf_counter()
+        trainer = sft_stage(model, tok, exs, params, work, seed, use_cpu, peft_config)
+        result.seconds["sft"] = time.perf_counter() - t
+        result.steps["sft"] = trainer.state.global_step
+        result.log += log_rows("sft", trainer.state.log_history)
+        model, peft_config = trainer.model, None
+    if params.grpo.steps > 0:
+        g = params.grpo
+        t = time.perf_counter()
+        trainer = grpo_stage(model, tok, exs, rm_reward_funcs(kind, judge), [1.0, g.process_weight, g.format_weight],
+                             params, work, seed, use_cpu, peft_config)
+        result.seconds["grpo"] = time.perf_counter() - t
+        result.steps["grpo"] = trainer.state.global_step
+        result.log += log_rows("grpo", trainer.state.log_history)
+        model = trainer.model
+    if not hasattr(model, "peft_config"):
+        raise ValueError("no training steps configured (reward_models.sft.steps and grpo.steps are both 0)")
+    model.save_pretrained(str(out_dir / "adapter"))
+    result.seconds["total"] = time.perf_counter() - t0
+    result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    write_log(result.log, out_dir / "train_log.csv")
+    return result
+
+
+def log_rows(stage: str, history: list[dict]) -> list[dict]:
+    """TRL's per-step log entries as flat rows (the final summary entry is left out)."""
+    rows = []
+    for h in history:
+        if "train_runtime" in h:
+            continue
+        rows.append({"stage": stage, "step": h.get("step"), "loss": h.get("loss"), "reward": h.get("reward"),
+                     "correct": h.get("rewards/correct/mean"), "process": h.get("rewards/process/mean"),
+                     "format": h.get("rewards/format/mean"),
+                     "completion_length": h.get("completions/mean_length"),
+                     "step_time": h.get("step_time"), "learning_rate": h.get("learning_rate")})
+    return rows
+
+
+def write_log(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, LOG_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)

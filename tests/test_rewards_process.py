@@ -1,0 +1,114 @@
+"""The process reward (stated profile vs gold, per field), the humanlike checks, and the GRPO rewards."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from echo_lib.llm import Choice, LLMSettings, make_llm
+from echo_lib.rewards.process import (checks_reward, make_judge, profile_field_scores, profile_reward, word_f1)
+from echo_lib.rewards.profile import parse_checks, parse_profile, render_profile
+from echo_lib.rewards.rm_rewards import rm_reward_funcs
+from test_rewards_data import PROFILE, empathy_item, humanlike_item
+from echo_lib.rewards.data import to_example
+
+RIGHT = render_profile(PROFILE)
+
+
+def test_parse_profile_reads_fields_and_priorities():
+    stated = parse_profile("Profile: Traits: shy; EMOTION: sad; threshold: High (hard to reach); "
+                           "priorities: cognitive=high, affective low, motivational: Medium\nResonates: x")
+    assert stated["traits"] == "shy" and stated["current_emotion"] == "sad"
+    assert stated["priorities"] == {"cognitive": "high", "affective": "low", "motivational": "medium"}
+    assert "vent" not in stated
+
+
+def test_gold_profile_scores_one_and_nothing_scores_zero():
+    assert profile_reward(RIGHT + "\nResonates: x", PROFILE) == pytest.approx(1.0)
+    assert profile_reward("Resonates: something", PROFILE) == 0.0
+    assert profile_reward(None, PROFILE) == 0.0
+    assert profile_reward("", PROFILE) == 0.0
+
+
+def test_each_field_counts_once_and_wrong_values_lose_credit():
+    wrong = ("Profile: traits: loud, careless; emotion: ashamed and frustrated; vent: failing the driving test "
+             "a third time; hopes for: being taken seriously, not cheered up; threshold: low; "
+             "priorities: cognitive High, affective Low, motivational Low; dislikes: slogans, unasked advice")
+    scores = profile_field_scores(wrong, PROFILE)
+    assert set(scores) == {"traits", "current_emotion", "vent", "hoped_for", "threshold", "priorities", "dislikes"}
+    assert scores["traits"] == 0.0 and scores["threshold"] == 0.0
+    assert scores["priorities"] == pytest.approx(2 / 3)
+    assert scores["current_emotion"] == scores["vent"] == scores["dislikes"] == pytest.approx(1.0)
+    assert profile_reward(wrong, PROFILE) == pytest.approx((4 + 2 / 3) / 7)
+
+
+def test_lexical_rule_is_word_overlap_with_stems():
+    assert word_f1("frustration", "frustrated") == 1.0        # same first five letters
+    assert word_f1("the and of", "the") == 0.0                # stop words carry nothing
+    assert 0 < word_f1("angry and frustrated about work", "frustrated") < 1
+
+
+def test_empty_gold_fields_do_not_count():
+    gold = {"current_emotion": "sad", "threshold": "", "priorities": {}, "dislikes": []}
+    assert profile_field_scores("Profile: emotion: very sad", gold) == {"current_emotion": 1.0}
+
+
+def test_humanlike_checks():
+    assert parse_checks("Checks: AI tells: No; context fit: yes.; coherent: no\nConclusion: x") == {
+        "ai_tells": "no", "context_fit": "yes", "coherent": "no"}
+    assert checks_reward("Checks: AI tells: no; context fit: no; coherent: yes", "last_turn_swapped") == 1.0
+    assert checks_reward("Checks: AI tells: no; context fit: yes; coherent: yes", "last_turn_swapped") == 0.5
+    assert checks_reward("Checks: AI tells: yes", "model_reply") == 1.0
+    assert checks_reward("no checks here", "human") == 0.0
+
+
+class YesIfSameBackend:
+    """A judge that says yes exactly when the stated value contains the true value."""
+    kind = "fake"
+
+    def identity(self):
+        return {"backend": "fake-judge"}
+
+    def describe(self):
+        return {"name": "judge", "backend": "fake"}
+
+    def choose(self, chats, options, usage):
+        for i, c in enumerate(chats):
+            lines = dict(l.split(": ", 1) for l in c[-1]["content"].splitlines() if ": " in l)
+            yes = lines["True value"].lower() in lines["Inferred value"].lower()
+            yield i, Choice(probs={"yes": 0.9 if yes else 0.1, "no": 0.1 if yes else 0.9},
+                            logprobs={"yes": None, "no": None}, coverage=1.0)
+
+
+def test_judge_variant_scores_free_text_fields_with_a_model(tmp_path):
+    llm = make_llm(YesIfSameBackend(), LLMSettings(progress=False), tmp_path / "cache", None)
+    gold = {"current_emotion": "sad", "vent": "the test", "threshold": "high"}
+    scores = profile_field_scores("Profile: emotion: quite sad; vent: the dog; threshold: high", gold,
+                                  judge=make_judge(llm))
+    assert scores == {"current_emotion": 0.9, "vent": 0.1, "threshold": 1.0}
+
+
+def test_grpo_reward_parts():
+    correct, process, fmt = rm_reward_funcs("empathy")
+    ex = to_example(empathy_item(label="worse", score=1), "empathy")
+    gold = [json.dumps(ex.gold)] * 4
+    good = [{"role": "assistant", "content": ex.target}]
+    wrong_verdict = [{"role": "assistant", "content": ex.target.replace("<answer>worse", "<answer>better")}]
+    no_profile = [{"role": "assistant", "content": "<think>hmm</think><answer>worse</answer>"}]
+    broken = [{"role": "assistant", "content": ex.target + " <answer>better</answer>"}]
+    comps = [good, wrong_verdict, no_profile, broken]
+    assert correct(comps, gold=gold) == [1.0, 0.0, 1.0, 0.0]
+    assert fmt(comps, gold=gold) == [1.0, 1.0, 1.0, 0.0]
+    assert process(comps, gold=gold) == pytest.approx([1.0, 1.0, 0.0, 1.0])  # the path is scored even if the verdict breaks
+    assert [f.__name__ for f in (correct, process, fmt)] == ["correct", "process", "format"]
+
+
+def test_grpo_rewards_for_scalar_and_humanlike():
+    correct, _, _ = rm_reward_funcs("scalar")
+    gold = [json.dumps({"kind": "scalar", "label": 6, "profile": PROFILE})] * 3
+    outs = ["<think>x</think><score>6</score>", "<think>x</think><score>9</score>", "<score>6</score>"]
+    assert correct(outs, gold=gold) == pytest.approx([1.0, 1 - 3 / 9, 0.0])
+    correct, process, _ = rm_reward_funcs("humanlike")
+    ex = to_example(humanlike_item(kind="turns_shuffled"), "humanlike")
+    assert correct([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
+    assert process([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
