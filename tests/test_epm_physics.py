@@ -218,3 +218,12 @@ def test_thresholds_round_like_the_published_engine():
     assert physics.distance_to_zone([0, -1, 5]) == 0.0 and physics.in_zone([0, -1, 5])
     assert not physics.in_zone([0, -1.5, 5]) and physics.distance_to_zone([-4, -1, -1]) == 3.0
     assert math.isclose(physics.cos_theta([0, 0, 0], [1, 0, 0]), 0.0)
+
+
+def test_replay_with_other_params_stops_early_and_says_so(caplog):
+    run = fixture_run("claude-4.6-opus", "script_003")
+    rep = replay(run, EPMParams(min_turns=8))
+    # P_8 = (-1, -6, 1) is still on the deficit side (P . P0 = 112); P_9 = (2, -3, 4) has crossed
+    assert rep.termination.label == "success" and rep.total_turns == 9 and rep.n_eval == 9
+    assert rep.final_P == (2, -3, 4)
+    assert "ends this run at turn 9 but it goes on to turn 12" in caplog.text

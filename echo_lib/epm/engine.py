@@ -7,6 +7,7 @@ delta-E = 0 and cos = 0: the leaderboard's (n + 1) denominators count that point
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
 
+log = logging.getLogger(__name__)
 r2 = lambda x: round(float(x), physics.STORE_DECIMALS)  # noqa: E731  stored precision
 
 
@@ -180,6 +182,10 @@ def replay(run: CaseRun, params: EPMParams = EPMParams()) -> Replay:
     for turn, rubric in zip(run.eval_turns, run.rubrics):
         if epm.update(turn, rubric):
             break
+    if epm.termination and epm.termination.turn < run.eval_turns[-1]:
+        log.warning("%s: the EPM ends this run at turn %d but it goes on to turn %d; it was made with other "
+                    "EPM parameters, and the turns after %d are not scored", run.source or run.case_id,
+                    epm.termination.turn, run.eval_turns[-1], epm.termination.turn)
     return Replay(run=run, params=params, P0=P0, v_star_0=epm.v0,
                   thresholds=(epm.eps_dist, epm.eps_dir, epm.eps_energy),
                   points=epm.points, termination=epm.termination)
