@@ -74,7 +74,7 @@ def load_items(path: str | Path, kind: str) -> list[dict]:
     return items
 
 
-def to_example(item: dict, kind: str, field_words: int = 10) -> Example:
+def to_example(item: dict, kind: str, field_words: int = 8) -> Example:
     if kind == "empathy":
         gold = {"kind": kind, "label": item["label"], "profile": item["profile"]}
         return Example(item["id"], empathy_prompt(item["context"], item["reference"], item["candidate"]),
@@ -89,7 +89,7 @@ def to_example(item: dict, kind: str, field_words: int = 10) -> Example:
     raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
 
 
-def examples(items: list[dict], kind: str, field_words: int = 10) -> list[Example]:
+def examples(items: list[dict], kind: str, field_words: int = 8) -> list[Example]:
     return [to_example(it, kind, field_words) for it in items]
 
 

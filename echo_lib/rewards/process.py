@@ -9,7 +9,10 @@ Two scorers:
       * threshold: the first of high/medium/low in each, equal or not;
       * priorities: share of the three needs (cognitive, affective, motivational) with the right level;
       * free-text fields (traits, emotion, vent, hopes for, dislikes): F1 of content words (lower-cased,
-        stop words dropped, words compared by their first 5 letters so "frustrated" meets "frustration");
+        stop words dropped, words compared by their first 5 letters so "frustrated" meets "frustration"),
+        with recall counted against at most RECALL_CAP gold words: the gold fields are whole sentences
+        of the persona card, and a profile line that names six of their content words has summarised
+        the field, not missed most of it;
       * humanlike checks: yes/no equal or not.
     It rewards naming the gold's words, so it can be gamed by paraphrase-free copying; fine for a
     135M model, too crude for a 32B one.
@@ -31,6 +34,7 @@ not no so very just really too also do does did have has had will would can coul
 what when where which who how why all any some more most much many own same such only other""".split())
 
 TEXT_FIELDS = ("traits", "current_emotion", "vent", "hoped_for", "dislikes")
+RECALL_CAP = 6   # gold content words a stated field must name for full recall
 
 
 def stems(text: str) -> set[str]:
@@ -44,7 +48,7 @@ def word_f1(stated: str, gold: str) -> float:
     hit = len(s & g)
     if hit == 0:
         return 0.0
-    p, r = hit / len(s), hit / len(g)
+    p, r = hit / len(s), min(1.0, hit / min(len(g), RECALL_CAP))
     return 2 * p * r / (p + r)
 
 

@@ -35,13 +35,13 @@ def resonates(theorems: list[str], max_words: int) -> str:
     return "Resonates: " + clip_words(text, 2 * max_words if max_words else 0)
 
 
-def empathy_target(item: dict, max_words: int = 10) -> str:
+def empathy_target(item: dict, max_words: int = 8) -> str:
     think = "\n".join([render_profile(item["profile"], max_words), resonates(item["theorems"], max_words),
                        "Comparison: " + COMPARISON[item["label"]]])
     return format_verdict("empathy", think, item["label"])
 
 
-def scalar_target(item: dict, max_words: int = 10) -> str:
+def scalar_target(item: dict, max_words: int = 8) -> str:
     think = "\n".join([render_profile(item["profile"], max_words), resonates(item["theorems"], max_words),
                        "Assessment: " + RUBRIC[int(item["candidate_score"])]])
     return format_verdict("scalar", think, str(score_target(item["candidate_score"])))
