@@ -6,6 +6,8 @@
 # Stages land as they work (DESIGN: 00 models -> 01 data -> 02 reward models -> 03 policy RL ->
 # 04 sandbox -> 05 EPM -> 06 NEE -> 07 paper); `rule all` lists only those that exist.
 
+import glob
+
 from echo_lib.config import load_config, validate
 from echo_lib.model_setup import check_pins
 from echo_lib.notebook import run_notebook
@@ -30,6 +32,7 @@ def res(stage):
 rule all:
     input:
         f"{RUN}/models/manifest.json",
+        expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
 
 
 rule models:
@@ -53,3 +56,30 @@ rule models:
         gpu=res("models")["gpu"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest, "reply_path": output.reply}, log=log[0])
+
+
+rule data:
+    """Stage 01: humanlike items from real chit-chat, empathy items by axioms -> theorems, HITL check."""
+    input:
+        py="notebooks/01_data_synthesis.py",
+        manifest=f"{RUN}/models/manifest.json",
+        axioms=config["data"]["empathy"]["axioms_file"],
+        verdicts=config["data"]["hitl"]["verdicts"],
+        scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
+    output:
+        data=expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
+        hitl=f"{RUN}/data/empathy/hitl/report.json",
+        nb=f"{NB}/01_data_synthesis.ipynb",
+    params:
+        data=config["data"],
+        roles=config["roles"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/01_data_synthesis.log",
+    threads: res("data")["threads"]
+    resources:
+        mem_mb=res("data")["mem_mb"],
+        runtime=res("data")["runtime"],
+        gpu=res("data")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config}, log=log[0])

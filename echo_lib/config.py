@@ -108,9 +108,33 @@ class HumanlikeData:
 
 
 @dataclass(frozen=True)
+class EmpathyData:
+    axioms_file: str
+    max_scenarios: int
+    test_fraction: float
+    n_candidates: int
+    tie_margin: float | None
+    companion_prompt: str
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    rewrite_max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class HITLCheck:
+    sample_fraction: float
+    min_sample: int
+    verdicts: list[str]
+    accept_rate: float
+
+
+@dataclass(frozen=True)
 class DataConfig:
     chitchat: ChitchatCorpus
     humanlike: HumanlikeData
+    empathy: EmpathyData
+    hitl: HITLCheck
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 from echo_lib.synthesis.chitchat import Dialogue
+from echo_lib.synthesis.splits import holdout_split
 
 NEGATIVE_KINDS = ("model_reply", "context_removed", "last_turn_swapped", "turns_shuffled")
 MODEL_KINDS = ("model_reply", "context_removed")
@@ -45,15 +46,6 @@ class HumanlikeItem:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def split_dialogues(dialogues: Sequence[Dialogue], test_fraction: float, seed: int
-                    ) -> tuple[list[Dialogue], list[Dialogue]]:
-    """Train/test split by dialogue (never by turn), so no conversation leaks across the split."""
-    order = list(dialogues)
-    random.Random(seed).shuffle(order)
-    n_test = max(1, round(len(order) * test_fraction))
-    return order[n_test:], order[:n_test]
 
 
 def sample_windows(dialogues: Sequence[Dialogue], n: int, rng: random.Random, min_context: int,
@@ -127,7 +119,8 @@ def make_humanlike_data(dialogues: Sequence[Dialogue], settings, reply_fn: Reply
                         ) -> dict[str, list[HumanlikeItem]]:
     """Both splits from the corpus; `settings` is the config's data.humanlike block."""
     rng = random.Random(seed)
-    train_dialogues, test_dialogues = split_dialogues(dialogues, settings.test_fraction, seed)
+    # split by dialogue (never by turn), so no conversation leaks across the split
+    train_dialogues, test_dialogues = holdout_split(dialogues, settings.test_fraction, seed)
     splits = {}
     for split, pool, n in (("train", train_dialogues, settings.n_train), ("test", test_dialogues, settings.n_test)):
         windows = sample_windows(pool, n, rng, settings.min_context_turns, settings.max_context_turns,
