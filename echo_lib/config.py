@@ -113,6 +113,7 @@ class EmpathyData:
     max_scenarios: int
     test_fraction: float
     n_candidates: int
+    anchor: str
     tie_margin: float | None
     companion_prompt: str
     temperature: float

@@ -7,7 +7,7 @@ For each scenario's opening message (the user speaks first, in the persona's wor
    all needs); the score is the expectation over the judge's probabilities for "1".."5" (`choose`),
    so no free text is parsed;
 3. the candidate scored closest to 3 becomes the reference (the anchor; the paper keeps a reply its
-   judge scored exactly 3);
+   judge scored exactly 3), or, with `anchor: median`, the median-ranked one (for a small judge);
 4. every other candidate scored 3 or below is critiqued and rewritten (replies above 3 are left alone,
    to avoid over-correcting good replies into degenerate ones), and the rewrite is scored again;
 5. each candidate and rewrite becomes an item against the reference, labelled better / tie / worse
@@ -103,6 +103,14 @@ def label(score: float, reference_score: float, tie_margin: float) -> str:
     return "better" if diff > tie_margin else "worse" if diff < -tie_margin else "tie"
 
 
+def pick_anchor(scores: Sequence[float], rule: str) -> int:
+    """Index of the reference reply: closest to 3 (score3) or the lower median by score (median)."""
+    if rule == "score3":
+        return min(range(len(scores)), key=lambda i: (abs(scores[i] - 3), i))
+    ranked = sorted(range(len(scores)), key=lambda i: (scores[i], i))
+    return ranked[(len(ranked) - 1) // 2]
+
+
 def auto_tie_margin(diffs: Sequence[float], tie_share: float = 1 / 3) -> float:
     """The score distance below which `tie_share` of the candidates fall (0 when there are none)."""
     if not diffs:
@@ -139,7 +147,7 @@ def synthesize(scenarios: Sequence[Scenario], axioms: Sequence[Axiom], generator
         by_case.setdefault(sid, []).append((reply, s))
 
     # 3. the anchor: the candidate closest to 3; 4. rewrite the others scored 3 or below
-    anchors = {sid: min(range(len(c)), key=lambda i: (abs(c[i][1] - 3), i)) for sid, c in by_case.items()}
+    anchors = {sid: pick_anchor([s for _, s in c], settings.anchor) for sid, c in by_case.items()}
     to_rewrite = [(sid, i) for sid, c in by_case.items() for i, (_, s) in enumerate(c)
                   if i != anchors[sid] and round(s) <= 3 and c[i][0]]
     rewrite_chats = [rewrite_prompt(prof[sid], theo[sid], ctx[sid], by_case[sid][i][0]) for sid, i in to_rewrite]
