@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import logging
 import resource
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,8 +116,14 @@ def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], para
                        out_dir: str | Path, seed: int = 0, judge=None, use_cpu: bool = True,
                        dtype: str = "float32") -> TrainResult:
     """SFT then GRPO on `exs`; writes out_dir/adapter/ and out_dir/train_log.csv."""
+    if params.sft.steps == 0 and params.grpo.steps == 0:
+        raise ValueError("no training steps configured (reward_models.sft.steps and grpo.steps are both 0)")
     out_dir = Path(out_dir)
-    work = out_dir / "trainer"
+    with tempfile.TemporaryDirectory(prefix="rm-trainer-") as work:  # TRL wants an output_dir; nothing is saved there
+        return _train(base, kind, exs, params, out_dir, Path(work), seed, judge, use_cpu, dtype)
+
+
+def _train(base, kind, exs, params, out_dir: Path, work: Path, seed, judge, use_cpu, dtype) -> TrainResult:
     result = TrainResult(adapter_dir=str(out_dir / "adapter"))
     t0 = time.perf_counter()
     model, tok = load_base(base, dtype)
@@ -137,8 +144,6 @@ def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], para
         result.steps["grpo"] = trainer.state.global_step
         result.log += log_rows("grpo", trainer.state.log_history)
         model = trainer.model
-    if not hasattr(model, "peft_config"):
-        raise ValueError("no training steps configured (reward_models.sft.steps and grpo.steps are both 0)")
     model.save_pretrained(str(out_dir / "adapter"))
     result.seconds["total"] = time.perf_counter() - t0
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
