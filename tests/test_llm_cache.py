@@ -125,12 +125,20 @@ def test_off_switch(tmp_path):
 
 
 def test_killed_run_keeps_finished_calls(tmp_path):
+    killed = make_llm(FakeBackend(fail_after=4), SETTINGS, tmp_path / "cache", tmp_path / "prov.jsonl")
     with pytest.raises(KeyboardInterrupt):
-        make_llm(FakeBackend(fail_after=4), SETTINGS, tmp_path, None).generate(chats(10), Sampling())
-    resumed = make_llm(FakeBackend(), SETTINGS, tmp_path, None)
+        killed.generate(chats(10), Sampling())
+    assert killed.last_record["error"].startswith("KeyboardInterrupt") and killed.last_record["model_calls"] == 4
+    resumed = make_llm(FakeBackend(), SETTINGS, tmp_path / "cache", None)
     resumed.generate(chats(10), Sampling())
     assert resumed.model_calls == 6
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_errors_in_records_are_redacted():
+    from echo_lib.llm.interface import _redact
+    text = "Error code: 401 - Incorrect API key provided: sk-proj-abc123XYZ****wxyz. Bearer abcdef123456"
+    assert "abc123" not in _redact(text) and "abcdef123456" not in _redact(text)
 
 
 WRITER = """

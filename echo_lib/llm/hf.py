@@ -6,11 +6,15 @@ Generation is our own short decode loop rather than `model.generate`, for two re
   - finished rows leave the batch (their KV cache rows are dropped), so one long reply does not make
     the whole batch pay for it.
 Prompts are left-padded; position ids come from the attention mask, so padding changes nothing but
-the arithmetic's rounding. `choose` scores options by log-probability in one forward pass per batch.
+the arithmetic's rounding. The head all prompts of a batch share (system prompt, rubric) runs once.
+`choose` scores options by log-probability in one forward pass per batch.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -20,7 +24,13 @@ from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LL
                                 row_seed, stable_hash)
 
 
+# On a shared CPU (parallel Snakemake jobs, other users) OpenMP threads that spin at every barrier made a
+# 2-thread forward pass 6x slower in our measurements; sleeping waiters cost little on an idle CPU.
+# Takes effect only if torch is not imported yet; set it in the environment to be sure.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 TOP_K = 256  # candidate tokens for top-p sampling (see _pick)
+MIN_SHARED = 8  # a shared prompt head shorter than this is not worth a separate forward pass
 
 
 def fingerprint(folder: str | Path) -> str | None:
@@ -39,7 +49,7 @@ def fingerprint(folder: str | Path) -> str | None:
                 head = fh.read(1 << 20)
                 fh.seek(max(0, size - (1 << 20)))
                 tail = fh.read()
-            parts.append([f.name, size, stable_hash(head.hex()), stable_hash(tail.hex())])
+            parts.append([f.name, size, hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()])
     return stable_hash(parts, 16)
 
 
@@ -58,6 +68,10 @@ class HFBackend:
     # identity (cache key) and description (provenance)
 
     def identity(self) -> dict:
+        return self._identity
+
+    @cached_property
+    def _identity(self) -> dict:
         return {"backend": "hf", "model": self.weights, "revision": self.revision,
                 "fingerprint": fingerprint(self.weights), "adapter": self.adapter,
                 "adapter_fingerprint": fingerprint(self.adapter) if self.adapter else None,
@@ -134,6 +148,29 @@ class HFBackend:
         dev = self._model.device
         return input_ids.to(dev), mask.to(dev), position_ids.to(dev)
 
+    def _prefill(self, ids: list[list[int]], cache, keep: int = 1):
+        """Run the prompts into `cache`; return (logits of the last `keep` positions, attention mask, positions).
+
+        The tokens every prompt shares at the start (the system prompt, a judge's rubric) run once at batch 1
+        and are copied to every row; only the rest is padded and batched. Padding then sits between the
+        shared head and each row's tail, which the attention mask and the position ids make invisible.
+        """
+        import torch
+        model = self._model
+        shared = min(_common_prefix(ids), min(map(len, ids)) - 1)
+        if len(ids) < 2 or shared < MIN_SHARED:
+            input_ids, mask, pos = self._padded(ids)
+        else:
+            head = torch.tensor([ids[0][:shared]], device=model.device)
+            model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
+            cache.batch_repeat_interleave(len(ids))
+            input_ids, tail_mask, tail_pos = self._padded([x[shared:] for x in ids])
+            mask = torch.cat([tail_mask.new_ones((len(ids), shared)), tail_mask], dim=1)
+            pos = tail_pos + shared
+        logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
+                       logits_to_keep=keep).logits
+        return logits, mask, pos
+
     # ----------------------------------------------------------------------------------------
     # generate
 
@@ -162,11 +199,10 @@ class HFBackend:
         new: list[list[int]] = [[] for _ in range(B)]
         finish = ["length"] * B
         active = list(range(B))  # rows still generating, in the order of the batch tensors
-        input_ids, mask, pos = self._padded(ids)
         cache = DynamicCache(config=model.config)
         with torch.inference_mode():
-            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache,
-                           use_cache=True, logits_to_keep=1).logits[:, -1, :]
+            logits, mask, pos = self._prefill(ids, cache)
+            logits = logits[:, -1, :]
             while active:
                 nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active])
                 keep = []
@@ -241,6 +277,7 @@ class HFBackend:
 
     def choose(self, chats: Sequence[Chat], options: Sequence[str], usage: Usage) -> Iterator[tuple[int, Choice]]:
         import torch
+        from transformers import DynamicCache
         model, tok = self.load()
         opt_ids = [tok(o, add_special_tokens=False)["input_ids"] for o in options]
         for o, oi in zip(options, opt_ids):
@@ -253,9 +290,8 @@ class HFBackend:
         for batch in self._batches([len(x) for x in ids]):
             with torch.inference_mode():
                 if single:  # one forward pass: the next-token distribution holds every option
-                    input_ids, mask, pos = self._padded([ids[i] for i in batch])
-                    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos,
-                                   logits_to_keep=1).logits[:, -1, :].float().cpu()
+                    logits = self._prefill([ids[i] for i in batch], DynamicCache(config=model.config))[0]
+                    logits = logits[:, -1, :].float().cpu()
                     lp = torch.log_softmax(logits, -1)[:, [x[0] for x in opt_ids]]
                 else:
                     lp = self._score_sequences([ids[i] for i in batch], opt_ids)
@@ -322,6 +358,15 @@ def _choice(options: Sequence[str], logprobs: Sequence[float]) -> Choice:
     return Choice(probs={o: w / total for o, w in zip(options, weights)},
                   logprobs=dict(zip(options, logprobs)),
                   coverage=min(1.0, math.exp(top) * total))
+
+
+def _common_prefix(ids: Sequence[Sequence[int]]) -> int:
+    n = 0
+    for column in zip(*ids):
+        if any(t != column[0] for t in column):
+            break
+        n += 1
+    return n
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -7,6 +7,7 @@ A backend only answers misses: it yields (index, result) pairs in any order.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -89,28 +90,37 @@ class LLM:
                 usage.cache_hits += 1
             else:
                 todo.setdefault(k, []).append(i)
-        if todo:
-            first = [pos[0] for pos in todo.values()]
-            bar = _progress(len(first), f"{self.name} {op}", self.settings.progress)
-            try:
-                for j, result in compute(first, usage):
-                    k = keys[first[j]]
-                    self.cache.put(k, {**identity, **materials[first[j]]}, asdict(result))
-                    for i in todo[k]:
-                        results[i] = result
-                    bar.update(1)
-            finally:
-                bar.close()
-        self.model_calls += usage.model_calls
-        usage.extra = {"corrupt_cache_entries": self.cache.corrupt, "cache": self.cache.enabled}
-        self.provenance.record(op=op, model=self.backend.describe(), settings={
-            **settings, "batch_size": self.settings.batch_size, "concurrency": self.settings.concurrency},
-            usage=usage, seconds=time.perf_counter() - start)
-        return results
+        error = None
+        try:
+            if todo:
+                first = [pos[0] for pos in todo.values()]
+                with _progress(len(first), f"{self.name} {op}", self.settings.progress) as bar:
+                    for j, result in compute(first, usage):
+                        k = keys[first[j]]
+                        self.cache.put(k, {**identity, **materials[first[j]]}, asdict(result))
+                        for i in todo[k]:
+                            results[i] = result
+                        bar.update(1)
+            return results
+        except BaseException as err:  # recorded below (the calls finished so far are cached), then raised
+            error = f"{type(err).__name__}: {_redact(str(err))[:300]}"
+            raise
+        finally:
+            self.model_calls += usage.model_calls
+            usage.extra = {"corrupt_cache_entries": self.cache.corrupt, "cache": self.cache.enabled,
+                           **({"error": error} if error else {})}
+            self.provenance.record(op=op, model=self.backend.describe(), settings={
+                **settings, "batch_size": self.settings.batch_size, "concurrency": self.settings.concurrency},
+                usage=usage, seconds=time.perf_counter() - start)
 
     @property
     def last_record(self) -> dict | None:
         return self.provenance.records[-1] if self.provenance.records else None
+
+
+def _redact(text: str) -> str:
+    """Servers quote (part of) a rejected API key in their error text; keep anything key-like out of records."""
+    return re.sub(r"(sk|key|token|bearer)[-_ :=]*[A-Za-z0-9*._-]{6,}", r"\1-<redacted>", text, flags=re.I)
 
 
 def _progress(total: int, desc: str, enabled: bool):

@@ -126,6 +126,9 @@ class OpenAIBackend:
                     usage.retries += 1
                 wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2 ** attempt)
                 time.sleep(wait_s * (0.5 + random.random() / 2))
+            except openai.AuthenticationError:
+                raise LLMError(f"model {self.name!r}: {self.base_url} refused the API key from "
+                               f"${self.api_key_env} (401)") from None
             except openai.BadRequestError as err:
                 raise LLMError(f"model {self.name!r} at {self.base_url} rejected the request: {err}") from None
         with self._lock:
