@@ -7,6 +7,8 @@
 # 04 sandbox -> 05 EPM -> 06 NEE -> 07 paper); `rule all` lists only those that exist.
 
 import glob
+import os
+import sys
 
 from echo_lib.config import load_config, validate
 from echo_lib.model_setup import check_pins
@@ -24,6 +26,13 @@ NB = f"{RUN}/notebooks"
 LOGS = f"{RUN}/logs"
 
 
+PUBLISHED = config["published"]["empa_results"]
+if PUBLISHED and not os.path.isdir(PUBLISHED):
+    print(f"note: published.empa_results = {PUBLISHED} is not a folder here; the published comparison "
+          "(stage 05 on EMPA's runs) is skipped", file=sys.stderr)
+    PUBLISHED = None
+
+
 def res(stage):
     """threads/resources of a stage from the config (`resources.<stage>`, else `resources.default`)."""
     return config["resources"].get(stage, config["resources"]["default"])
@@ -33,6 +42,7 @@ rule all:
     input:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
+        [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
 
 
 rule models:
@@ -83,3 +93,29 @@ rule data:
         gpu=res("data")["gpu"],
     run:
         run_notebook(input.py, output.nb, {"config": config}, log=log[0])
+
+
+rule epm_published:
+    """Stage 05 on published EMPA runs: replay every trajectory, EPM-Q, the leaderboard figures."""
+    input:
+        py="notebooks/05_epm_analysis.py",
+        runs=PUBLISHED or [],
+    output:
+        summary=f"{RUN}/epm_published/summary.csv",
+        per_case=f"{RUN}/epm_published/per_case.csv",
+        nb=f"{NB}/05_epm_published.ipynb",
+    params:
+        epm=config["epm"],
+        published=config["published"],
+    log:
+        f"{LOGS}/05_epm_published.log",
+    threads: res("epm")["threads"]
+    resources:
+        mem_mb=res("epm")["mem_mb"],
+        runtime=res("epm")["runtime"],
+        gpu=res("epm")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "result_dirs": [PUBLISHED],
+                                           "out_dir": os.path.dirname(output.summary),
+                                           "case_meta_source": config["published"]["case_meta_source"]},
+                     log=log[0])

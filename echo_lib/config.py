@@ -139,6 +139,12 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
+class Published:
+    empa_results: str | None
+    case_meta_source: str
+
+
+@dataclass(frozen=True)
 class Resources:
     threads: int
     mem_mb: int

@@ -49,6 +49,32 @@ def test_stage_00_shows_a_sampled_reply(ci_run):
     assert (run_dir / "logs" / "00_models.log").stat().st_size > 0
 
 
+def test_stage_01_writes_both_datasets(ci_run):
+    run_dir, _ = ci_run
+    cfg = yaml.safe_load((ROOT / "config/ci.yaml").read_text())["data"]
+    for split, n in (("train", cfg["humanlike"]["n_train"]), ("test", cfg["humanlike"]["n_test"])):
+        items = [json.loads(line) for line in (run_dir / "data/humanlike" / f"{split}.jsonl").open()]
+        assert len(items) == 2 * n and sum(i["label"] == "human" for i in items) == n
+        assert all(i["reply"].strip() for i in items), "no empty replies"
+    empathy = [json.loads(line) for split in ("train", "test")
+               for line in (run_dir / "data/empathy" / f"{split}.jsonl").open()]
+    assert empathy and {i["label"] for i in empathy} <= {"better", "tie", "worse"}
+    assert all(i["profile"]["priorities"] and i["reference"] != i["candidate"] for i in empathy)
+    report = json.loads((run_dir / "data/empathy/hitl/report.json").read_text())
+    assert report["annotators"] == ["example-a", "example-b"]
+
+
+def test_published_runs_are_replayed(ci_run):
+    run_dir, _ = ci_run
+    if not (ROOT.parent / "shared" / "empa" / "results").is_dir():
+        pytest.skip("../shared/empa/results is absent: the published comparison is not part of this DAG")
+    import pandas as pd
+    summary = pd.read_csv(run_dir / "epm_published" / "summary.csv").set_index("Model")
+    assert summary.loc["claude-4.6-opus", "EPM-Q"] == pytest.approx(107.19, abs=0.01)
+    assert summary.loc["qwen3-32b", "Failure"] == 30
+    assert (run_dir / "epm_published" / "fig_indices.png").exists()
+
+
 def test_rerun_does_nothing(ci_run):
     run_dir, _ = ci_run
     rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=run_dir.parent)
