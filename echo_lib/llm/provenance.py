@@ -9,11 +9,13 @@ import os
 import platform
 import time
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 
 from echo_lib.llm.types import Usage
 
 
+@lru_cache(maxsize=1)
 def versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
     out = {"python": platform.python_version()}
@@ -33,7 +35,7 @@ class ProvenanceLog:
     def record(self, *, op: str, model: dict, settings: dict, usage: Usage, seconds: float) -> dict:
         rec = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "op": op, "model": model, "settings": settings,
                **{k: v for k, v in asdict(usage).items() if k != "extra"}, **usage.extra,
-               "seconds": round(seconds, 4), "versions": versions()}
+               "seconds": round(seconds, 4), "versions": dict(versions())}
         self.records.append(rec)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
