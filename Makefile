@@ -8,6 +8,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= 2
+# Idle OpenMP threads sleep instead of spinning: on a busy 2-core machine spinning made torch ~6x slower.
+export OMP_WAIT_POLICY ?= PASSIVE
 # pip prints one warning per package for this machine's unused local index folders; hide only those.
 PIP := $(BIN)/pip --disable-pip-version-check -q
 QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:///opt/" || true; }

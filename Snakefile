@@ -10,6 +10,10 @@ import glob
 import os
 import sys
 
+# Idle OpenMP threads sleep instead of spinning (measured ~6x faster torch on a busy 2-core machine);
+# the notebooks' kernels inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from echo_lib.config import load_config, validate
 from echo_lib.model_setup import check_pins
 from echo_lib.notebook import run_notebook
