@@ -84,19 +84,11 @@ def check_pins(cfg: RunConfig) -> None:
 
 
 def smoke_chat_reply(cfg: RunConfig) -> str:
-    """Sample one reply of the smoke-chat model to the configured emotional message (seeded)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Sample one reply of the smoke-chat model to the configured emotional message (seeded, cached)."""
+    from echo_lib.llm import Sampling, load_llm
 
     chat = cfg.smoke_chat
-    spec = cfg.models[chat.model]
-    path = weights_path(cfg, spec)
-    tok = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, spec.dtype))
     messages = [{"role": "system", "content": chat.system_prompt}, {"role": "user", "content": chat.message}]
-    inputs = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt",
-                                     return_dict=True)
-    torch.manual_seed(cfg.seed)
-    out = model.generate(**inputs, do_sample=chat.temperature > 0, temperature=chat.temperature or None,
-                         top_p=chat.top_p, max_new_tokens=chat.max_new_tokens, pad_token_id=tok.pad_token_id)
-    return tok.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+    sampling = Sampling(temperature=chat.temperature, top_p=chat.top_p, max_new_tokens=chat.max_new_tokens,
+                        seed=cfg.seed)
+    return load_llm(cfg, chat.model).generate([messages], sampling)[0].text.strip()

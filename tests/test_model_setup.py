@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def local_config(model_dir, **extra):
+    extra.setdefault("results_dir", str(Path(model_dir).parent / "results"))
     return load_config({"models": {"tiny": {"backend": "hf", "source": "local", "id": str(model_dir)}},
                         "roles": {k: "tiny" for k in ("policy", "reward_model", "actor", "director", "judge")}
                         | {"nee_judges": ["tiny"]},
