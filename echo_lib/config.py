@@ -22,6 +22,7 @@ from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
 from echo_lib.rewards.params import RewardModelParams
+from echo_lib.synthesis.settings import DataConfig
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
 DEFAULT_CONFIG = project_root() / "config" / "default.yaml"
@@ -83,59 +84,6 @@ class SandboxCases:
     empa_dir: str | None
     case_ids: list[str]
     max_cases: int
-
-
-@dataclass(frozen=True)
-class ChitchatCorpus:
-    wheel: str
-    sha256: str
-    member: str
-
-
-@dataclass(frozen=True)
-class HumanlikeData:
-    n_train: int
-    n_test: int
-    test_fraction: float
-    min_context_turns: int
-    max_context_turns: int
-    max_reply_words: int
-    negatives: list[str]
-    system_prompt: str
-    temperature: float
-    top_p: float
-    max_new_tokens: int
-
-
-@dataclass(frozen=True)
-class EmpathyData:
-    axioms_file: str
-    max_scenarios: int
-    test_fraction: float
-    n_candidates: int
-    anchor: str
-    tie_margin: float | None
-    companion_prompt: str
-    temperature: float
-    top_p: float
-    max_new_tokens: int
-    rewrite_max_new_tokens: int
-
-
-@dataclass(frozen=True)
-class HITLCheck:
-    sample_fraction: float
-    min_sample: int
-    verdicts: list[str]
-    accept_rate: float
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    chitchat: ChitchatCorpus
-    humanlike: HumanlikeData
-    empathy: EmpathyData
-    hitl: HITLCheck
 
 
 @dataclass(frozen=True)
