@@ -22,6 +22,7 @@ from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
 from echo_lib.rewards.params import RewardModelParams
+from echo_lib.sandbox.params import SandboxRunParams
 from echo_lib.synthesis.settings import DataConfig
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
@@ -118,6 +119,7 @@ class RunConfig:
     epm: EPMParams
     data: DataConfig
     reward_models: RewardModelParams
+    sandbox_run: SandboxRunParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property

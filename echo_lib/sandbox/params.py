@@ -1,0 +1,88 @@
+"""SandboxRunParams: every setting of the sandbox loop (stage 04) that is not an EPM constant.
+
+The run config carries these under `sandbox_run:` (config/schema.yaml documents each key and holds the
+defaults, which are the tiny CPU scale: a few turns, short replies). The published EMPA values are
+noted beside each field (METHOD.md 5.2-5.5). The EPM constants (K, alpha, detectors) stay in `epm:`;
+`max_turns` / `min_turns` here override `epm.max_turns` / `epm.min_turns` so the tiny scale can be short
+while `epm:` keeps the published values. This module does not import echo_lib.config, so the sandbox
+can run without a run config (e.g. in tests).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+JUDGE_MODES = ("auto", "choose", "json")
+HISTORY_FORMATS = ("transcript", "chat")
+
+
+@dataclass(frozen=True)
+class ReplySampling:
+    """Sampling of one speaking role (the Actor or the model under test)."""
+    temperature: float = 0.7
+    top_p: float = 0.8
+    max_new_tokens: int = 48
+
+
+@dataclass(frozen=True)
+class JudgeParams:
+    mode: str = "auto"             # auto: choose on hf models, JSON mode on servers
+    retries: int = 3               # published: 3 retries, then all levels 0
+    temperature: float = 0.7       # JSON mode only; each retry draws with a new seed
+    iedr_max_new_tokens: int = 8000   # JSON mode only (published 8,000)
+    mdep_max_new_tokens: int = 6000   # JSON mode only (published 6,000)
+
+
+@dataclass(frozen=True)
+class DirectorParams:
+    interval: int = 2              # the Director decides after every N-th turn (published 1)
+    free_text_args: bool = False   # require reasons and acting guidance (servers); False: enumerated args only
+
+
+@dataclass(frozen=True)
+class SandboxRunParams:
+    max_turns: int | None = 6      # None = epm.max_turns (published 45)
+    min_turns: int | None = 3      # None = epm.min_turns (published 12)
+    history_turns: int = 0         # turns of history shown in prompts (0 = all, as published)
+    test_history: str = "transcript"   # transcript: history as lines in one user message (as published); chat
+    companion_prompt: str | None = None  # None = the built-in paraphrase of METHOD 5.3
+    test_model: ReplySampling = field(default_factory=ReplySampling)    # published (Table 7): 0.7 / 0.8 / 8192
+    actor: ReplySampling = field(default_factory=lambda: ReplySampling(top_p=0.95))  # published max 2,500
+    judge: JudgeParams = field(default_factory=JudgeParams)
+    director: DirectorParams = field(default_factory=DirectorParams)
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("max_turns", "min_turns"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                problems.append(f"{name}={value!r} (allowed: null or an integer >= 1)")
+        if self.judge.mode not in JUDGE_MODES:
+            problems.append(f"judge.mode={self.judge.mode!r} (allowed: {', '.join(JUDGE_MODES)})")
+        if self.test_history not in HISTORY_FORMATS:
+            problems.append(f"test_history={self.test_history!r} (allowed: {', '.join(HISTORY_FORMATS)})")
+        if self.director.interval < 1:
+            problems.append(f"director.interval={self.director.interval!r} (allowed: an integer >= 1)")
+        if problems:
+            raise ValueError("invalid sandbox_run parameters: " + "; ".join(problems))
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "SandboxRunParams":
+        """From a plain mapping (a config block); nested blocks may be dicts."""
+        nested = {"test_model": ReplySampling, "actor": ReplySampling, "judge": JudgeParams,
+                  "director": DirectorParams}
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown sandbox_run key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(known))}")
+        return cls(**{k: nested[k](**v) if k in nested and isinstance(v, dict) else v for k, v in values.items()})
+
+    def epm(self, base):
+        """The EPMParams of a run: `base` (the config's epm block) with this block's turn limits."""
+        over = {k: v for k, v in (("max_turns", self.max_turns), ("min_turns", self.min_turns)) if v is not None}
+        try:
+            return dataclasses.replace(base, **over)
+        except ValueError as err:
+            raise ValueError(f"{err} (after sandbox_run.max_turns={self.max_turns}, "
+                             f"sandbox_run.min_turns={self.min_turns}; set them in the config's sandbox_run block)"
+                             ) from None

@@ -1,0 +1,167 @@
+"""Result files of the sandbox: one per case, in EMPA's result schema, plus the failures.
+
+`<case_id>_result.json` (finished dialogues) is written by echo_lib.epm.empa_io from a replay of the
+case's judge levels, so EMPA's tools and ours (echo-epmq, notebook 05) read it; a `sandbox` block
+adds what EMPA's files do not hold: termination type, judge failures, the Director's calls, every
+parameter, the role models and the seeds. `<case_id>_error.json` records a case that could not run
+(invalid scenario, judge unusable, model error) with the reason. A finished case is never run again;
+a failed one is retried on the next run (its error file goes once it finishes).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from echo_lib.epm import physics
+from echo_lib.epm.empa_io import read_result, result_dict
+from echo_lib.epm.engine import replay
+from echo_lib.epm.mdep import Rubric
+from echo_lib.epm.params import EPMParams
+from echo_lib.epm.trajectory import CaseRun
+from echo_lib.sandbox.loop import CaseState
+from echo_lib.sandbox.params import SandboxRunParams
+
+log = logging.getLogger(__name__)
+RESULT, ERROR = "_result.json", "_error.json"
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """What every file of one sandbox run records about how it was made."""
+    model: str                       # the tested model's name in the config
+    roles: dict[str, str]            # test_model_name / actor_model / judger_model / director_model
+    models: dict[str, dict]          # model name -> backend, source, id (what each name was)
+    params: SandboxRunParams
+    epm: EPMParams                   # effective (sandbox_run's turn limits applied)
+    seed: int
+    judge_mode: str
+    config_hash: str = ""
+
+    def block(self) -> dict:
+        return {"parameters": {"sandbox_run": dataclasses.asdict(self.params), "epm": dataclasses.asdict(self.epm)},
+                "models": self.models, "seeds": {"run": self.seed, "actor": self.seed, "test_model": self.seed,
+                                                 "judge": self.seed},
+                "judge_mode": self.judge_mode, "config_hash": self.config_hash}
+
+
+def result_path(out_dir: str | Path, case_id: str) -> Path:
+    return Path(out_dir) / f"{case_id}{RESULT}"
+
+
+def error_path(out_dir: str | Path, case_id: str) -> Path:
+    return Path(out_dir) / f"{case_id}{ERROR}"
+
+
+def finished(out_dir: str | Path, case_id: str) -> bool:
+    return result_path(out_dir, case_id).is_file()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+    tmp.replace(path)   # atomic: a killed run never leaves half a file that looks finished
+    return path
+
+
+def history_block(c: CaseState) -> list[dict]:
+    out = []
+    for ex in c.history:
+        out.append({"role": "actor", "content": ex.user, "turn": ex.turn}
+                   | ({"director_guidance": ex.guidance} if ex.guidance else {}))
+        if ex.reply:
+            out.append({"role": "test_model", "content": ex.reply, "turn": ex.turn})
+    return out
+
+
+def case_run(c: CaseState, meta: RunMeta) -> CaseRun:
+    """The finished case as the EPM's CaseRun (judge levels, dialogue, judge answers)."""
+    iedr = c.iedr.iedr_levels()
+    return CaseRun(
+        case_id=c.scenario.id, model=meta.model, iedr=iedr,
+        rubrics=[Rubric.from_judge(v.details) for v in c.verdicts], eval_turns=list(c.eval_turns),
+        total_turns=c.ending.turn, termination_reason=c.ending.text,
+        judge_failed=[not v.ok for v in c.verdicts], history=history_block(c),
+        scenario=dataclasses.asdict(c.scenario), roles=dict(meta.roles),
+        judge_details=[v.details for v in c.verdicts],
+        iedr_details={"filled_iedr": iedr | {"_detailed": c.iedr.details}, "source": "judge"})
+
+
+def write_case(c: CaseState, out_dir: str | Path, meta: RunMeta) -> Path:
+    """The case's result file (finished) or error file (failed)."""
+    if c.error is not None:
+        return write_error(out_dir, c.scenario.id, meta, c.error.stage, c.error.turn, c.error.reason,
+                           history=history_block(c), source=c.scenario.source)
+    rep = replay(case_run(c, meta), meta.epm)
+    live = c.epm.points[-1]
+    if rep.points[-1].P != live.P or abs(rep.E_total - live.E_total) > 1e-9:   # the replay must agree: a bug otherwise
+        raise RuntimeError(f"{c.scenario.id}: replay gives P={rep.points[-1].P}, E={rep.E_total} but the run "
+                           f"had P={live.P}, E={live.E_total}")
+    data = result_dict(rep)
+    n_eval = len(c.verdicts)
+    data["sandbox"] = {
+        "termination_type": c.ending.kind, "termination_turn": c.ending.turn,
+        "judge_failures": c.judge_failures, "judge_failure_rate": round(c.judge_failures / n_eval, 4) if n_eval else 0.0,
+        "judge_failure_reasons": [{"turn": t, "reason": v.error} for t, v in zip(c.eval_turns, c.verdicts) if not v.ok],
+        "iedr_attempts": c.iedr.attempts,
+        "director_log": c.director_log,
+        "released": {"stages": c.story.stages, "memories": c.story.memories},
+        **meta.block(),
+    }
+    if data["sandbox"]["judge_failure_rate"] > 0.05:   # METHOD 9 row 18: rerun a case above 5%
+        log.warning("%s: the judge failed on %d of %d evaluations (scored 0); consider rerunning this case",
+                    c.scenario.id, c.judge_failures, n_eval)
+    path = _write(result_path(out_dir, c.scenario.id), data)
+    error_path(out_dir, c.scenario.id).unlink(missing_ok=True)
+    return path
+
+
+def write_error(out_dir: str | Path, case_id: str, meta: RunMeta, stage: str, turn: int, reason: str,
+                history: list | None = None, source: str = "") -> Path:
+    return _write(error_path(out_dir, case_id), {
+        "script_id": case_id, "status": "error", "stage": stage, "turn": turn, "reason": reason,
+        "scenario_source": source, "history": history or [], **dict(meta.roles), "timestamp": _now(),
+        "sandbox": meta.block()})
+
+
+# ---- reading a run back ----------------------------------------------------------------------------
+
+def summary_rows(out_dir: str | Path) -> list[dict]:
+    """One row per case of a model's folder: finished cases (from their result files) and failures."""
+    out_dir = Path(out_dir)
+    rows = []
+    for path in sorted(out_dir.glob(f"*{RESULT}")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        run = read_result(path)
+        rep = replay(run, EPMParams(**data["sandbox"]["parameters"]["epm"])) if "sandbox" in data else replay(run)
+        sb = data.get("sandbox", {})
+        rows.append({"case_id": run.case_id, "status": "finished", "termination": sb.get("termination_type", ""),
+                     "turns": rep.total_turns, "E_total": round(rep.E_total, 2),
+                     "P0": tuple(int(x) for x in rep.P0), "P_final": rep.final_P,
+                     "r_final": round(physics.norm(rep.final_P), 2), "judge_failures": sb.get("judge_failures", 0),
+                     "reason": run.termination_reason})
+    for path in sorted(out_dir.glob(f"*{ERROR}")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows.append({"case_id": data["script_id"], "status": "error", "termination": "", "turns": data.get("turn", 0),
+                     "E_total": None, "P0": None, "P_final": None, "r_final": None, "judge_failures": None,
+                     "reason": f"{data['stage']}: {data['reason']}"})
+    return sorted(rows, key=lambda r: r["case_id"])
+
+
+def write_summary(out_dir: str | Path, model: str) -> Path:
+    """summary.json of a model's folder (the DAG's output of stage 04)."""
+    rows = summary_rows(out_dir)
+    counts = {}
+    for r in rows:
+        key = r["termination"] or r["status"]
+        counts[key] = counts.get(key, 0) + 1
+    return _write(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
+                                                   "timestamp": _now()})

@@ -1,0 +1,89 @@
+"""Stage 04 for one tested model: the config's cases through the sandbox, one result file per case.
+
+    from echo_lib.sandbox import run_sandbox
+    report = run_sandbox(cfg, "base")        # -> results/<run>/sandbox/base/<case_id>_result.json
+
+Cases with a result file are skipped (a rerun finishes only the missing ones; the model layer's cache
+answers the calls a killed run already made). Invalid scenario files are recorded as errors, named by
+file and field, and the other cases run.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from echo_lib.sandbox.actor import Actor
+from echo_lib.sandbox.judge import Judge
+from echo_lib.sandbox.loop import CaseState, Players, play
+from echo_lib.sandbox.results import RunMeta, finished, summary_rows, write_case, write_error, write_summary
+from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SandboxReport:
+    out_dir: Path
+    ran: list[CaseState]        # the cases played by this call (finished or failed)
+    skipped: list[str]          # case ids that already had a result file
+    invalid: list[str]          # case ids whose scenario file could not be used
+    seconds: float
+    rows: list[dict]            # summary_rows of the whole folder
+
+    def table(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows)
+
+
+def model_dir(cfg, model: str) -> Path:
+    return cfg.run_dir / "sandbox" / model
+
+
+def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Path | None = None,
+                progress: bool | None = None) -> SandboxReport:
+    """Play every case of the config (sandbox:) against `model` with the roles of `roles:`.
+
+    `llms` maps model names to ready LLM objects (tests pass fakes); other names load with load_llm,
+    each once, so one model playing several roles loads its weights once."""
+    from echo_lib.llm import load_llm
+    from echo_lib.scenarios import select_cases
+
+    if model not in cfg.models:
+        raise ValueError(f"model {model!r} is not in the config's models: section; known: {', '.join(sorted(cfg.models))}")
+    start = time.perf_counter()
+    p = cfg.sandbox_run
+    epm = p.epm(cfg.epm)
+    out = Path(out_dir) if out_dir else model_dir(cfg, model)
+    loaded = dict(llms or {})
+
+    def llm(name: str):
+        if name not in loaded:
+            loaded[name] = load_llm(cfg, name)
+        return loaded[name]
+
+    names = {"test_model_name": model, "actor_model": cfg.roles.actor, "judger_model": cfg.roles.judge,
+             "director_model": cfg.roles.director}
+    specs = {n: {"backend": cfg.models[n].backend, "source": cfg.models[n].source, "id": cfg.models[n].id,
+                 "adapter": cfg.models[n].adapter} for n in dict.fromkeys(names.values())}
+    judge = Judge(llm(cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+    players = Players(actor=Actor(llm(cfg.roles.actor), p.actor, seed=cfg.seed),
+                      test=TestModel(llm(model), p.test_model, seed=cfg.seed), judge=judge,
+                      director=llm(cfg.roles.director), companion_prompt=p.companion_prompt or DEFAULT_COMPANION_PROMPT)
+    meta = RunMeta(model=model, roles=names, models=specs, params=p, epm=epm, seed=cfg.seed, judge_mode=judge.mode,
+                   config_hash=cfg.hash)
+
+    selection = select_cases(cfg)
+    for bad in selection.invalid:
+        log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
+        write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
+    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id)]
+    todo = [sc for sc in selection.scenarios if sc.id not in skipped]
+    if skipped:
+        log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
+    show = cfg.llm.progress if progress is None else progress
+    cases = play(todo, players, p, epm, on_end=lambda c: write_case(c, out, meta), progress=show) if todo else []
+    write_summary(out, model)
+    return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
+                         seconds=time.perf_counter() - start, rows=summary_rows(out))
