@@ -123,3 +123,39 @@ rule epm_published:
                                            "out_dir": os.path.dirname(output.summary),
                                            "case_meta_source": config["published"]["case_meta_source"]},
                      log=log[0])
+
+
+RM_KINDS = ["humanlike", "empathy", "scalar"]  # scalar: the 1-10, no-anchor variant for the RL ablation
+
+
+def rm_data(wildcards):
+    data = "humanlike" if wildcards.kind == "humanlike" else "empathy"
+    return [f"{RUN}/data/{data}/train.jsonl", f"{RUN}/data/{data}/test.jsonl"]
+
+
+rule reward_model:
+    """Stage 02: a generative reward model (SFT warm start, then GRPO), evaluated base vs trained."""
+    input:
+        py="notebooks/02_reward_models.py",
+        manifest=f"{RUN}/models/manifest.json",
+        data=rm_data,
+    output:
+        metrics=f"{RUN}/rm/{{kind}}/metrics.json",
+        train_log=f"{RUN}/rm/{{kind}}/train_log.csv",
+        adapter=directory(f"{RUN}/rm/{{kind}}/adapter"),
+        nb=f"{NB}/02_reward_models_{{kind}}.ipynb",
+    wildcard_constraints:
+        kind="|".join(RM_KINDS),
+    params:
+        reward_models=config["reward_models"],
+        roles=config["roles"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/02_reward_models_{{kind}}.log",
+    threads: res("reward_models")["threads"]
+    resources:
+        mem_mb=res("reward_models")["mem_mb"],
+        runtime=res("reward_models")["runtime"],
+        gpu=res("reward_models")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "kind": wildcards.kind}, log=log[0])

@@ -35,8 +35,8 @@
 config_path = "config/default.yaml"   # used when the notebook runs by hand
 config = {}                            # Snakemake passes the validated run config here
 dry_run = False                        # True: only say what would be resolved; download nothing
-manifest_path = ""                     # "" = <run_dir>/models/manifest.json
-reply_path = ""                        # "" = <run_dir>/models/smoke_chat.md
+manifest_path = ""                     # empty: <run_dir>/models/manifest.json
+reply_path = ""                        # empty: <run_dir>/models/smoke_chat.md
 
 # %%
 from echo_lib.notebook import start

@@ -39,9 +39,9 @@
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
 config = {}                            # Snakemake passes the validated run config here
-result_dirs = []                       # folders with one sub-folder per model of script_*_result.json; [] = the published EMPA runs if present
-out_dir = ""                           # "" = <run_dir>/epm
-case_meta_source = "scenario"          # EMPA cases: "scenario" = need priorities read from the case text; "empa_stats" = as EMPA's own statistics (reproduces the published persona slices)
+result_dirs = []                       # folders with one sub-folder per model of result files; empty: the published EMPA runs if present
+out_dir = ""                           # empty: <run_dir>/epm
+case_meta_source = "scenario"          # EMPA need priorities: scenario reads the case text, empa_stats follows EMPA statistics (the published persona slices)
 
 # %%
 from echo_lib.notebook import start

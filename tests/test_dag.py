@@ -108,6 +108,10 @@ def test_notebooks_follow_the_convention(py):
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1, "exactly one cell tagged `parameters`"
     assert 'config_path = "config/default.yaml"' in params[0].source and "config = {}" in params[0].source
+    # papermill must read every parameter (quotes in a comment make it skip the line: no type, no help)
+    from papermill.translators import PythonTranslator
+    assigned = [line.split("=")[0].strip() for line in params[0].source.splitlines() if " = " in line]
+    assert [p.name for p in PythonTranslator.inspect(params[0])] == assigned
 
 
 def test_stage_00_runs_by_hand_with_default_parameters(ci_run, tmp_path):
