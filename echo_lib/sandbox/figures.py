@@ -21,7 +21,8 @@ def trajectory_table(path: str | Path) -> pd.DataFrame:
         judged = pt.get("mdep_analysis")
         rows.append({"turn": t, "user": said.get(t, {}).get("actor", ""), "reply": said.get(t, {}).get("test_model", ""),
                      "v_t": tuple(pt["v_t"]), "P_t": tuple(pt["P_t"]), "delta_E": epm.get("delta_E", 0.0),
-                     "E_total": epm["E_total"], "judge": "ok" if judged or t == 0 else "failed (scored 0)"})
+                     "E_total": epm["E_total"],
+                     "judge": "IEDR (P0)" if t == 0 else "ok" if judged else "failed (scored 0)"})
     return pd.DataFrame(rows)
 
 

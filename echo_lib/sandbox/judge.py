@@ -50,21 +50,31 @@ IEDR = {   # indicator -> (what is rated, levels 0..3)
             ("irrelevant", "secondary", "core", "highest")),
 }
 MDEP = {   # field -> (what is rated, levels 0..2; for *_Neg the severity of the regress)
-    "C_Prog": ("cognitive progress", ("neutral, or repeats", "clarifies what they mean so they would say 'yes, that is it'",
-                                      "an insight that changes how they see the problem (advice alone is not enough)")),
-    "C_Neg": ("cognitive regress", ("none", "misses the point, canned philosophy, or fine words with no real understanding",
-                                    "a serious misunderstanding, distorts the facts, or tells them their experience is wrong")),
-    "A_Prog": ("affective progress", ("neutral or on the surface", "validates the feeling they expressed",
-                                      "meets a deeper feeling they have not put into words")),
-    "A_Neg": ("affective regress", ("none", "wrong tone, perfunctory, or a first bit of performed empathy (bracketed "
-                                            "actions, stacked metaphors, literary phrasing)",
-                                    "judges or blames them, or repeats templated, performed empathy without adapting")),
-    "P_Prog": ("motivational progress", ("neutral or plain encouragement",
-                                         "affirms their actions and motives, or gives concrete, feasible advice",
-                                         "empowers them: reshapes their drive or removes a core barrier "
-                                         "(advice alone is not enough)")),
-    "P_Neg": ("motivational regress", ("none", "preachy, templated or performed encouragement",
-                                       "dismisses their core motive or value, or implies their effort is pointless")),
+    "C_Prog": ("cognitive progress", (
+        "neutral, or repeats",
+        "clarifies what they mean so they would say 'yes, that is it'",
+        "an insight that changes how they see the problem (advice alone is not enough)")),
+    "C_Neg": ("cognitive regress", (
+        "none",
+        "misses the point, canned philosophy, or fine words with no real understanding",
+        "a serious misunderstanding, distorts the facts, or tells them their experience is wrong")),
+    "A_Prog": ("affective progress", (
+        "neutral or on the surface",
+        "validates the feeling they expressed",
+        "meets a deeper feeling they have not put into words")),
+    "A_Neg": ("affective regress", (
+        "none",
+        "wrong tone, perfunctory, or a first bit of performed empathy (bracketed actions, stacked metaphors, "
+        "literary phrasing)",
+        "judges or blames them, or repeats templated, performed empathy without adapting")),
+    "P_Prog": ("motivational progress", (
+        "neutral or plain encouragement",
+        "affirms their actions and motives, or gives concrete, feasible advice",
+        "empowers them: reshapes their drive or removes a core barrier (advice alone is not enough)")),
+    "P_Neg": ("motivational regress", (
+        "none",
+        "preachy, templated or performed encouragement",
+        "dismisses their core motive or value, or implies their effort is pointless")),
 }
 MDEP_RULES = ("Judge substance, not form. Judge as this person would feel it, given their profile. Progress and "
               "regress are rated separately: one reply can do both. Do not be generous: regress is common, "

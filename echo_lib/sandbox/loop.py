@@ -32,7 +32,7 @@ from echo_lib.sandbox.batch import CaseFailure, isolate
 from echo_lib.sandbox.dialogue import Exchange, Guidance, StoryState
 from echo_lib.sandbox.judge import Judge, Verdict
 from echo_lib.sandbox.params import SandboxRunParams
-from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel, test_chat
+from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel, companion_chat
 from echo_lib.scenarios.schema import Scenario
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, 
 
         # 2. the tested model's reply
         live = [c for c in cases if c.active]
-        chats = [test_chat(c.history[:-1], c.history[-1].user, players.companion_prompt, params.test_history,
+        chats = [companion_chat(c.history[:-1], c.history[-1].user, players.companion_prompt, params.test_history,
                            params.history_turns) for c in live]
         for c, reply in zip(live, isolate(players.test.respond, chats, f"test model turn {t}")):
             if isinstance(reply, CaseFailure):

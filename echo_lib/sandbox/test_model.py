@@ -30,7 +30,7 @@ DEFAULT_COMPANION_PROMPT = (
 USER, ME = "User", "You"
 
 
-def test_chat(history: list[Exchange], message: str, system_prompt: str, fmt: str = "transcript",
+def companion_chat(history: list[Exchange], message: str, system_prompt: str, fmt: str = "transcript",
               history_turns: int = 0) -> list[dict]:
     """The tested model's prompt: the history so far and the user's new message."""
     past = window(history, history_turns)

@@ -1,0 +1,92 @@
+"""The roles' prompts and the Director's functions, without any model."""
+import json
+
+import pytest
+
+from echo_lib.epm.engine import EPM
+from echo_lib.epm.mdep import Rubric
+from echo_lib.epm.params import EPMParams
+from echo_lib.llm import ToolCall
+from echo_lib.sandbox import director as dr
+from echo_lib.sandbox.actor import actor_chat
+from echo_lib.sandbox.dialogue import Exchange, StoryState, clean_reply
+from echo_lib.sandbox.judge import IEDR_ALLOWED, MDEP_ALLOWED, iedr_prompt, mdep_prompt, parse_json
+from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, companion_chat
+from echo_lib.scenarios import load_own
+
+
+@pytest.fixture(scope="module")
+def sc():
+    return load_own()[0]
+
+
+def test_actor_knows_only_what_was_released(sc):
+    story = StoryState()
+    first = json.dumps(actor_chat(sc, [], None, story.material(sc)), ensure_ascii=False)
+    assert sc.story.trigger in first and sc.topic in first and "12 to 30 words" in first
+    assert not any(s.content in first for s in sc.story.stages) and sc.story.outcome not in first
+    epm = EPM((-14, -18, -18), EPMParams(min_turns=3, max_turns=6))
+    d = dr.apply(ToolCall("select_and_reveal_fragment", {"stage_index": 1}), sc, story, epm, 1)
+    later = json.dumps(actor_chat(sc, [Exchange(1, "hi", "hello")], d.guidance, story.material(sc)),
+                       ensure_ascii=False)
+    assert sc.story.stages[1].content in later and sc.story.stages[2].content not in later
+    assert "35 to 60 words" in later and d.guidance.new_material
+
+
+def test_director_functions_and_their_arguments(sc):
+    names = [t["function"]["name"] for t in dr.tools(False)]
+    assert names == ["select_and_reveal_fragment", "observe_and_wait", "continue_without_new_info", "reveal_memory",
+                     "adjust_empathy_strategy", "introduce_turning_point", "end_conversation"]
+    local = {t["function"]["name"]: t["function"]["parameters"]["required"] for t in dr.tools(False)}
+    server = {t["function"]["name"]: t["function"]["parameters"]["required"] for t in dr.tools(True)}
+    assert local["reveal_memory"] == ["memory_period"] and local["observe_and_wait"] == []
+    assert server["select_and_reveal_fragment"] == ["stage_index", "reason"]
+    story, epm = StoryState(), EPM((-14, -18, -18), EPMParams(min_turns=3, max_turns=6))
+    mem = dr.apply(ToolCall("reveal_memory", {"memory_period": "nonsense"}), sc, story, epm, 1)
+    assert story.memories == ["childhood"] and sc.experiences.childhood in mem.guidance.text   # bad value: next one
+    turn = dr.apply(ToolCall("introduce_turning_point", {"stage_index": -1, "empathy_aspect": "cognitive"}),
+                    sc, story, epm, 1)
+    assert story.stages == [] and not turn.guidance.new_material and "reasoning" in turn.guidance.text
+    wait = dr.apply(ToolCall("made_up_function", {}), sc, story, epm, 1)
+    assert wait.guidance is None and wait.log["function"] == "observe_and_wait"
+
+
+def test_end_needs_the_epm_gate(sc):
+    epm = EPM((-3, -3, -3), EPMParams(min_turns=3, max_turns=6, K=1))
+    end = ToolCall("end_conversation", {"reason": "done"})
+    assert epm.update(1, Rubric(C_Prog=2, A_Prog=2, P_Prog=2)) is None      # crossed, but before min_turns
+    early = dr.apply(end, sc, StoryState(), epm, 2)
+    assert not early.end and "refused" in early.log and early.log["gate"] == ["geometric", "positional", "energetic"]
+    assert dr.apply(end, sc, StoryState(), epm, 3).end
+    packet = dr.epm_packet(epm, 3)
+    assert "may end: yes" in packet and "P = (0, 0, 0)" in packet
+
+
+def test_judge_prompts_end_on_the_level(sc):
+    hist = [Exchange(1, "My times keep getting worse.", "I understand how you feel.")]
+    for chat in (iedr_prompt(sc, "A.2"), mdep_prompt(sc, hist, 1, "P_Neg")):
+        assert chat[0]["role"] == "system" and chat[-1]["content"].endswith("level:")
+    assert "severity level:" in mdep_prompt(sc, hist, 1, "A_Neg")[-1]["content"]
+    assert sc.story.stages[3].content in iedr_prompt(sc, "C.1")[-1]["content"]       # the IEDR reads the whole story
+    assert sc.story.stages[3].content not in mdep_prompt(sc, hist, 1, "C_Prog")[-1]["content"]
+
+
+def test_judge_json_is_checked():
+    good = {k: 0 for k in MDEP_ALLOWED} | {"A_Neg_level": "-2", "C_Prog_level": 1}
+    assert parse_json(json.dumps(good), MDEP_ALLOWED)["A_Neg_level"] == -2
+    with pytest.raises(ValueError, match="A_Neg_level is 1"):
+        parse_json(json.dumps(good | {"A_Neg_level": 1}), MDEP_ALLOWED)
+    with pytest.raises(ValueError, match="C.3_level is None"):
+        parse_json(json.dumps({k: 1 for k in IEDR_ALLOWED if k != "C.3_level"}), IEDR_ALLOWED)
+    with pytest.raises(ValueError, match="not JSON"):
+        parse_json("levels: 1", IEDR_ALLOWED)
+
+
+def test_test_model_sees_the_history_as_one_transcript():
+    hist = [Exchange(1, "hi", "hey, what's up?")]
+    chat = companion_chat(hist, "rough week", DEFAULT_COMPANION_PROMPT)
+    assert [m["role"] for m in chat] == ["system", "user"]
+    assert "User: hi\nYou: hey, what's up?\nUser: rough week" in chat[1]["content"]
+    native = companion_chat(hist, "rough week", "sys", fmt="chat")
+    assert [m["role"] for m in native] == ["system", "user", "assistant", "user"]
+    assert clean_reply('You: "Sounds hard."\nUser: yes', ("You", "User")) == "Sounds hard."
