@@ -90,3 +90,5 @@ def test_test_model_sees_the_history_as_one_transcript():
     native = companion_chat(hist, "rough week", "sys", fmt="chat")
     assert [m["role"] for m in native] == ["system", "user", "assistant", "user"]
     assert clean_reply('You: "Sounds hard."\nUser: yes', ("You", "User")) == "Sounds hard."
+    assert clean_reply("Here's your next reply:\n\nThat sounds hard.", ("You",)) == "That sounds hard."
+    assert clean_reply("", ("You",)) == "..."

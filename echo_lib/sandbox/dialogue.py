@@ -68,6 +68,10 @@ def render(history: list[Exchange], user_label: str, reply_label: str, pending_u
 def clean_reply(text: str, labels: tuple[str, ...] = ()) -> str:
     """A generated message without surrounding quotes, a leading speaker label, or a made-up next turn."""
     text = text.strip()
+    # "Here's my reply:" and the like: a lead-in line that only announces the message
+    first, _, rest = text.partition("\n")
+    if rest.strip() and first.rstrip().endswith(":") and len(first.split()) <= 6:
+        text = rest.strip()
     for label in labels:
         if text.lower().startswith(label.lower() + ":"):
             text = text[len(label) + 1:].strip()

@@ -56,6 +56,9 @@ def energy_plot(out_dir: str | Path, ax=None):
         kind = data.get("sandbox", {}).get("termination_type", "")
         ax.annotate(kind, (table["turn"].iloc[-1], table["E_total"].iloc[-1]), fontsize=7, color=line.get_color(),
                     xytext=(3, 0), textcoords="offset points", va="center")
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.margins(x=0.15)                                  # room for the ending labels
     ax.axhline(0, color="grey", lw=0.6)
     ax.set_xlabel("dialogue turn")
     ax.set_ylabel("E_total (work done)")
