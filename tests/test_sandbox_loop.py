@@ -60,6 +60,11 @@ def test_rerun_skips_finished_cases(tmp_path):
     assert backends["actor"].rows["generate"] == backends["actor"].calls["generate"]   # one case per call
     assert {p.name: p.read_text() for p in first.out_dir.glob("*_result.json") if p.name in before} == before
     assert result(again, "own_002")["sandbox"]["termination_type"] == "EPM_FAILURE"
+    # a file made with other loop settings is played again, not mixed in
+    cfg = load_config(config(tmp_path, max_turns=4))
+    _, llms = fakes(tmp_path)
+    third = run_sandbox(cfg, "base", llms=llms)
+    assert third.skipped == [] and {r["termination"] for r in third.rows} == {"MAX_TURNS"}
 
 
 def test_failures_are_recorded_and_the_other_cases_finish(tmp_path, monkeypatch):

@@ -4,8 +4,9 @@
 case's judge levels, so EMPA's tools and ours (echo-epmq, notebook 05) read it; a `sandbox` block
 adds what EMPA's files do not hold: termination type, judge failures, the Director's calls, every
 parameter, the role models and the seeds. `<case_id>_error.json` records a case that could not run
-(invalid scenario, judge unusable, model error) with the reason. A finished case is never run again;
-a failed one is retried on the next run (its error file goes once it finishes).
+(invalid scenario, judge unusable, model error) with the reason. A finished case is not played again
+unless its file was made with other parameters, models or seeds; a failed one is retried on the next run
+(its error file goes once it finishes).
 """
 from __future__ import annotations
 
@@ -56,8 +57,23 @@ def error_path(out_dir: str | Path, case_id: str) -> Path:
     return Path(out_dir) / f"{case_id}{ERROR}"
 
 
-def finished(out_dir: str | Path, case_id: str) -> bool:
-    return result_path(out_dir, case_id).is_file()
+def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None) -> bool:
+    """A result file exists (and, given `meta`, was made with the same parameters and models: a file from
+    other settings is played again rather than mixed into this run)."""
+    path = result_path(out_dir, case_id)
+    if not path.is_file():
+        return False
+    if meta is None:
+        return True
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")).get("sandbox", {})
+    except (OSError, json.JSONDecodeError):
+        return False
+    now = json.loads(json.dumps(meta.block()))      # as it would be stored (tuples -> lists)
+    same = all(stored.get(k) == now[k] for k in ("parameters", "models", "seeds"))
+    if not same:
+        log.warning("%s was made with other sandbox parameters, models or seeds; playing it again", path)
+    return same
 
 
 def _now() -> str:

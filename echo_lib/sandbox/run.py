@@ -78,7 +78,7 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
         write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
-    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id)]
+    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta)]
     todo = [sc for sc in selection.scenarios if sc.id not in skipped]
     if skipped:
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
