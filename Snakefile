@@ -46,6 +46,8 @@ rule all:
     input:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
+        expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
+        f"{RUN}/epm/summary.csv",
         [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
 
 
@@ -159,3 +161,56 @@ rule reward_model:
         gpu=res("reward_models")["gpu"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "kind": wildcards.kind}, log=log[0])
+
+
+rule sandbox:
+    """Stage 04: the simulated-user sandbox (Actor, Director, Judge) talks with one model under test.
+
+    One EMPA-schema result file per case goes to sandbox/<model>/; they are not declared as outputs, so
+    Snakemake never deletes them and a rerun resumes case by case."""
+    input:
+        py="notebooks/04_sandbox.py",
+        manifest=f"{RUN}/models/manifest.json",
+        scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
+    output:
+        summary=f"{RUN}/sandbox/{{model}}/summary.json",
+        nb=f"{NB}/04_sandbox_{{model}}.ipynb",
+    params:
+        sandbox=config["sandbox"],
+        sandbox_run=config["sandbox_run"],
+        epm=config["epm"],
+        roles=config["roles"],
+        models=config["models"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/04_sandbox_{{model}}.log",
+    threads: res("sandbox")["threads"]
+    resources:
+        mem_mb=res("sandbox")["mem_mb"],
+        runtime=res("sandbox")["runtime"],
+        gpu=res("sandbox")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "model": wildcards.model}, log=log[0])
+
+
+rule epm:
+    """Stage 05 on this run's sandbox results: replay, EPM-Q and its groups, slices, figures."""
+    input:
+        py="notebooks/05_epm_analysis.py",
+        summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
+    output:
+        summary=f"{RUN}/epm/summary.csv",
+        per_case=f"{RUN}/epm/per_case.csv",
+        nb=f"{NB}/05_epm_analysis.ipynb",
+    params:
+        epm=config["epm"],
+    log:
+        f"{LOGS}/05_epm_analysis.log",
+    threads: res("epm")["threads"]
+    resources:
+        mem_mb=res("epm")["mem_mb"],
+        runtime=res("epm")["runtime"],
+        gpu=res("epm")["gpu"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
+                                           "out_dir": os.path.dirname(output.summary)}, log=log[0])

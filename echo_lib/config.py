@@ -84,6 +84,7 @@ class SandboxCases:
     case_set: str
     empa_dir: str | None
     case_ids: list[str]
+    models: list[str]
     max_cases: int
 
 
@@ -245,6 +246,7 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
     references = {"smoke_chat.model": cfg["smoke_chat"]["model"]}
     references |= {f"roles.{role}": name for role, name in cfg["roles"].items() if isinstance(name, str)}
     references |= {f"roles.nee_judges[{i}]": name for i, name in enumerate(cfg["roles"]["nee_judges"])}
+    references |= {f"sandbox.models[{i}]": name for i, name in enumerate(cfg["sandbox"]["models"])}
     for key, name in references.items():
         if name not in cfg["models"]:
             problems.append(f"key '{key}' has value {name!r}, which is not a model of this config; "

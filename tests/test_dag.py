@@ -64,6 +64,22 @@ def test_stage_01_writes_both_datasets(ci_run):
     assert report["annotators"] == ["example-a", "example-b"]
 
 
+def test_stage_04_and_05_evaluate_the_base_model(ci_run):
+    run_dir, _ = ci_run
+    import pandas as pd
+    summary = json.loads((run_dir / "sandbox" / "base" / "summary.json").read_text())
+    assert len(summary["cases"]) == 2 and all(c["status"] == "finished" for c in summary["cases"])
+    assert {c["termination"] for c in summary["cases"]} <= {"SUCCESS", "EPM_FAILURE", "DIRECTOR_END", "MAX_TURNS"}
+    results = sorted((run_dir / "sandbox" / "base").glob("*_result.json"))
+    assert len(results) == 2
+    epm = pd.read_csv(run_dir / "epm" / "summary.csv").set_index("Model")
+    assert epm.loc["base", "Cases"] == 2 and 0 <= epm.loc["base", "Success"] <= 2
+    from echo_lib.epm.empa_io import read_result
+    from echo_lib.epm.engine import replay
+    for path, case in zip(results, sorted(summary["cases"], key=lambda c: c["case_id"])):
+        assert replay(read_result(path)).points[-1].E_total == pytest.approx(case["E_total"], abs=0.01)
+
+
 def test_published_runs_are_replayed(ci_run):
     run_dir, _ = ci_run
     if not (ROOT.parent / "shared" / "empa" / "results").is_dir():
