@@ -65,6 +65,7 @@ def test_empathy_metrics_of_a_judge_that_always_says_better(tmp_path):
     items = [empathy_item(i, lab, 3) for i, lab in enumerate(["better", "worse", "tie", "better"])]
     m, _ = evaluate(llm(tmp_path, lambda u: "<think>t</think><answer>better</answer>")[0], items, "empathy", 64)
     assert m["accuracy"] == 0.5 and m["position_bias"] == 1.0 and m["slot_preference"] == 1.0
+    assert m["majority_baseline"] == 0.5
     assert m["length_bias"] is None             # a constant verdict has no correlation
 
 

@@ -112,3 +112,11 @@ def test_grpo_rewards_for_scalar_and_humanlike():
     ex = to_example(humanlike_item(kind="turns_shuffled"), "humanlike")
     assert correct([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
     assert process([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
+
+
+def test_process_reward_reads_reasoning_cut_off_by_the_length_limit():
+    _, process, fmt = rm_reward_funcs("empathy")
+    ex = to_example(empathy_item(), "empathy")
+    cut = ex.target[:ex.target.index("Resonates")]           # no </think>, no verdict
+    gold = [json.dumps(ex.gold)]
+    assert fmt([cut], gold=gold) == [0.0] and process([cut], gold=gold) == [pytest.approx(1.0)]

@@ -5,6 +5,7 @@ output goes through the same strict parser as in training: an unparsable output 
 silently counted as some verdict.
 
   accuracy            correct verdicts / items (a parse failure counts as wrong)
+  majority_baseline   the accuracy of always giving the test set's commonest label (read accuracy against it)
   accuracy_parsed     correct verdicts / items whose output parsed
   parse_failure_rate  unparsable outputs / all outputs (both orders for empathy)
   position_bias       empathy: share of items (both orders parsed) whose verdict does not flip when the
@@ -27,7 +28,7 @@ from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.verdict import EMPATHY_VERDICTS, flip, parse, score_target, score_to_verdict, verdict_value
 
-METRICS = ["n", "accuracy", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
+METRICS = ["n", "accuracy", "majority_baseline", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
            "length_bias", "label_length_corr", "tie_rate", "score_corr"]
 
 
@@ -91,7 +92,9 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
     outputs = [r["parsed"] for r in rows] + [r[k] for r in rows for k in ("parsed_swapped", "parsed_reference")
                                              if k in r]
     m: dict[str, Any] = {k: None for k in METRICS}
+    majority = Counter(r["label"] for r in rows).most_common(1)
     m.update(n=n, accuracy=sum(correct) / n if n else None,
+             majority_baseline=majority[0][1] / n if n else None,   # always answering the commonest label
              accuracy_parsed=sum(r["verdict"] == r["label"] for r in judged) / len(judged) if judged else None,
              parse_failure_rate=1 - sum(outputs) / len(outputs) if outputs else None,
              verdict_counts=dict(Counter(r["verdict"] or "unparsed" for r in rows)))

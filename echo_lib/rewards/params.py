@@ -25,7 +25,7 @@ class LoraParams:
 class SFTParams:
     """Warm start: supervised steps on reasoning-plus-verdict targets (templated at tiny scale)."""
     steps: int = 30
-    learning_rate: float = 2e-4
+    learning_rate: float = 1e-3
     batch_size: int = 4
     max_length: int = 768          # prompt + target tokens; longer examples are cut from the right
 
@@ -34,7 +34,7 @@ class SFTParams:
 class GRPOParams:
     """GRPO on the reward model itself: reward = correct + process_weight*process + format_weight*format."""
     steps: int = 8
-    learning_rate: float = 5e-5
+    learning_rate: float = 2e-4
     num_generations: int = 4       # completions per prompt (the group)
     prompts_per_step: int = 2      # per-device batch = prompts_per_step * num_generations completions
     max_completion_length: int = 160

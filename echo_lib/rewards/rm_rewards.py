@@ -35,7 +35,8 @@ def correctness(kind: str, parsed: Parsed, gold: dict) -> float:
 
 
 def process(kind: str, text: str, gold: dict, judge=None) -> float:
-    """Scored on the reasoning block even when the verdict is malformed (partial credit for the path)."""
+    """Scored on the reasoning even when the verdict is malformed or cut off (partial credit for the path,
+    which gives GRPO a signal before the model has learned to finish the format)."""
     think = _think_block(text)
     if kind == "humanlike":
         return checks_reward(think, gold["item_kind"])
@@ -43,8 +44,12 @@ def process(kind: str, text: str, gold: dict, judge=None) -> float:
 
 
 def _think_block(text: str) -> str | None:
-    start, end = text.find("<think>"), text.find("</think>")
-    return text[start + len("<think>"):end] if 0 <= start < end else None
+    """The reasoning after <think>, up to </think> or, for an output cut off by the length limit, to its end."""
+    start = text.find("<think>")
+    if start < 0:
+        return None
+    end = text.find("</think>", start)
+    return text[start + len("<think>"):end if end >= 0 else None]
 
 
 def rm_reward_funcs(kind: str, judge=None) -> list[Callable[..., list[float]]]:
