@@ -30,6 +30,7 @@ NB = f"{RUN}/notebooks"
 LOGS = f"{RUN}/logs"
 
 
+RM_KINDS = ["humanlike", "empathy", "scalar"]  # scalar: the 1-10, no-anchor variant for the RL ablation
 PUBLISHED = config["published"]["empa_results"]
 if PUBLISHED and not os.path.isdir(PUBLISHED):
     print(f"note: published.empa_results = {PUBLISHED} is not a folder here; the published comparison "
@@ -46,6 +47,7 @@ rule all:
     input:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
+        expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
         expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
         f"{RUN}/epm/summary.csv",
         [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
@@ -127,9 +129,6 @@ rule epm_published:
                      log=log[0])
 
 
-RM_KINDS = ["humanlike", "empathy", "scalar"]  # scalar: the 1-10, no-anchor variant for the RL ablation
-
-
 def rm_data(wildcards):
     data = "humanlike" if wildcards.kind == "humanlike" else "empathy"
     return [f"{RUN}/data/{data}/train.jsonl", f"{RUN}/data/{data}/test.jsonl"]
@@ -143,6 +142,8 @@ rule reward_model:
         data=rm_data,
     output:
         metrics=f"{RUN}/rm/{{kind}}/metrics.json",
+        table=f"{RUN}/rm/{{kind}}/metrics.csv",
+        figure=f"{RUN}/rm/{{kind}}/training.png",
         train_log=f"{RUN}/rm/{{kind}}/train_log.csv",
         adapter=directory(f"{RUN}/rm/{{kind}}/adapter"),
         nb=f"{NB}/02_reward_models_{{kind}}.ipynb",

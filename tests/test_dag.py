@@ -64,6 +64,16 @@ def test_stage_01_writes_both_datasets(ci_run):
     assert report["annotators"] == ["example-a", "example-b"]
 
 
+@pytest.mark.parametrize("kind", ["humanlike", "empathy", "scalar"])
+def test_stage_02_trains_and_evaluates_each_reward_model(ci_run, kind):
+    run_dir, _ = ci_run
+    metrics = json.loads((run_dir / "rm" / kind / "metrics.json").read_text())
+    for model in ("base", "trained"):
+        assert 0 <= metrics[model]["accuracy"] <= 1 and 0 <= metrics[model]["parse_failure_rate"] <= 1
+    assert (run_dir / "rm" / kind / "adapter" / "adapter_config.json").exists()
+    assert (run_dir / "rm" / kind / "train_log.csv").read_text().count("\n") >= 2
+
+
 def test_stage_04_and_05_evaluate_the_base_model(ci_run):
     run_dir, _ = ci_run
     import pandas as pd
