@@ -15,7 +15,8 @@ def local_config(model_dir, **extra):
     return load_config({"models": {"tiny": {"backend": "hf", "source": "local", "id": str(model_dir)}},
                         "roles": {k: "tiny" for k in ("policy", "reward_model", "actor", "director", "judge")}
                         | {"nee_judges": ["tiny"]},
-                        "smoke_chat": {"model": "tiny", "max_new_tokens": 8}, **extra})
+                        "smoke_chat": {"model": "tiny", "max_new_tokens": 8}, "sandbox": {"models": ["tiny"]},
+                        **extra})
 
 
 def test_local_model_is_found(tiny_lm_dir):
