@@ -1,0 +1,100 @@
+"""Issue 5's "Done when" items with deterministic fakes: an imported EMPA (Chinese) case through the whole
+sandbox into a result file that echo-epmq reads; a run interrupted midway and rerun.
+
+Interrupting a lockstep run: all cases advance turn by turn together, so when the run dies only the cases
+that had already ENDED have a result file (written as each case ends); the rerun skips those and plays the
+others again from turn 1, and the model layer's cache answers every call the interrupted run had made
+(same chats, same sampling -> same keys), so only the turns after the interruption cost model calls.
+A malformed scenario file is tested in test_sandbox_loop.py (test_failures_are_recorded_and_the_other_cases_finish).
+"""
+import json
+
+import pytest
+from test_sandbox_fakes import ROLES, FakeBackend, config
+
+from echo_lib.config import load_config
+from echo_lib.epm.cli import main as epmq
+from echo_lib.epm.empa_io import read_result
+from echo_lib.llm import LLMSettings, make_llm
+from echo_lib.sandbox import run_sandbox
+
+
+def test_imported_empa_case_runs_and_loads_with_epmq(tmp_path, empa_dir, capsys):
+    cfg = config(tmp_path, max_turns=3, min_turns=2)
+    cfg["sandbox"] = {"case_set": "empa", "empa_dir": str(empa_dir), "case_ids": ["script_003"]}
+    llms = {r: make_llm(FakeBackend(r), LLMSettings(cache=False, provenance=False, progress=False),
+                        tmp_path / "cache", None) for r in ROLES}
+    rep = run_sandbox(load_config(cfg), "base", llms=llms)
+    assert rep.invalid == [] and [r["status"] for r in rep.rows] == ["finished"]
+    path = rep.out_dir / "script_003_result.json"
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    assert data["script_id"] == "script_003" and data["sandbox"]["termination_type"] in ("MAX_TURNS", "EPM_FAILURE")
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in text)          # the Chinese case text is kept as text
+    assert read_result(path).case_id == "script_003"
+    assert epmq([str(rep.out_dir.parent)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("base,")
+
+
+class Interrupt(BaseException):
+    """Like Ctrl-C / a kill: not an Exception, so no per-case failure handling catches it."""
+
+
+class ResumableFake(FakeBackend):
+    """The judge rates own_001's replies as strong progress (it succeeds early); the Actor can be told to
+    die at its n-th batched call (the turn the run is killed in)."""
+
+    def __init__(self, name, die_at=None, **kw):
+        super().__init__(name, **kw)
+        self.die_at = die_at
+
+    def generate(self, chats, samplings, usage):
+        if self.die_at is not None and self.calls["generate"] + 1 >= self.die_at:
+            raise Interrupt(f"killed at the actor's call {self.die_at}")
+        yield from super().generate(chats, samplings, usage)
+
+    def choose(self, chats, options, usage):
+        for i, choice in super().choose(chats, options, usage):
+            prompt = chats[i][-1]["content"]
+            if "Tom\u00e1s Ruiz" in prompt and "The turn(s) to rate:" in prompt:
+                field = prompt.rsplit("Answer with the digit only. ", 1)[1].split()[0]
+                level = str(2 if field.endswith("_Prog") else 0)
+                choice = type(choice)(probs={o: 0.9 if o == level else 0.05 for o in options},
+                                      logprobs=choice.logprobs, coverage=choice.coverage)
+            yield i, choice
+
+
+def cached_fakes(tmp_path, die_at=None):
+    settings = LLMSettings(cache=True, provenance=False, progress=False)
+    backends = {r: ResumableFake(r, die_at=die_at if r == "actor" else None,
+                                 **({"iedr_level": 1} if r == "judge" else {})) for r in ROLES}
+    return backends, {r: make_llm(b, settings, tmp_path / "cache", None) for r, b in backends.items()}
+
+
+def test_killed_run_finishes_only_the_missing_cases(tmp_path):
+    cfg = load_config(config(tmp_path))        # own_001..003, max_turns 8, min_turns 3, K = 1
+    # reference: one uninterrupted run (its own cache)
+    _, llms = cached_fakes(tmp_path / "ref")
+    ref = run_sandbox(load_config(config(tmp_path / "ref")), "base", llms=llms)
+    ends = {r["case_id"]: (r["termination"], r["turns"]) for r in ref.rows}
+    assert ends["own_001"] == ("SUCCESS", 3) and all(ends[c][1] > 4 for c in ("own_002", "own_003"))
+
+    # killed in turn 5: own_001 ended at turn 3 (its file is written), the other two were still playing
+    _, llms = cached_fakes(tmp_path, die_at=5)
+    with pytest.raises(Interrupt):
+        run_sandbox(cfg, "base", llms=llms)
+    out = cfg.run_dir / "sandbox" / "base"
+    assert sorted(p.name for p in out.glob("*.json")) == ["own_001_result.json"]
+    kept = (out / "own_001_result.json").stat().st_mtime_ns
+
+    # the rerun: own_001 skipped; own_002 and own_003 played again, turns 1-4 answered from the cache
+    backends, llms = cached_fakes(tmp_path)
+    again = run_sandbox(cfg, "base", llms=llms)
+    assert again.skipped == ["own_001"] and sorted(c.scenario.id for c in again.ran) == ["own_002", "own_003"]
+    assert (out / "own_001_result.json").stat().st_mtime_ns == kept
+    assert backends["judge"].calls["choose"] == ends["own_002"][1] - 4   # no IEDR, no MDEP of turns 1-4 recomputed
+    assert backends["actor"].rows["generate"] == 2 * (ends["own_002"][1] - 4)
+    assert {r["case_id"]: (r["termination"], r["turns"]) for r in again.rows} == ends
+    for cid in ("own_002", "own_003"):                                     # the same dialogue as without the kill
+        a, b = (json.loads((d / f"{cid}_result.json").read_text()) for d in (out, ref.out_dir))
+        assert a["history"] == b["history"] and a["epj"]["trajectory"] == b["epj"]["trajectory"]
