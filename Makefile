@@ -16,9 +16,12 @@ QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:///opt/" || true; }
 
 .PHONY: all test setup dry-run lab clean
 
+# The sampled reply of stage 00 is printed even when a later stage fails (the DAG keeps going).
+REPLY := results/tiny/models/smoke_chat.md
 all: $(VENV)/.installed
-	$(BIN)/snakemake --cores $(CORES)
-	@echo; echo "Stage 00's sampled reply (results/tiny/models/smoke_chat.md):"; cat results/tiny/models/smoke_chat.md
+	$(BIN)/snakemake --cores $(CORES); status=$$?; \
+	  if [ -f $(REPLY) ]; then echo; echo "Stage 00's sampled reply ($(REPLY)):"; cat $(REPLY); fi; \
+	  exit $$status
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
