@@ -23,6 +23,12 @@ class ReplySampling:
     top_p: float = 0.8
     max_new_tokens: int = 48
 
+    def with_seed(self, seed: int):
+        """These settings as the model layer's Sampling for one call."""
+        from echo_lib.llm.types import Sampling
+        return Sampling(temperature=self.temperature, top_p=self.top_p, max_new_tokens=self.max_new_tokens,
+                        seed=seed)
+
 
 @dataclass(frozen=True)
 class JudgeParams:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from echo_lib.llm import Sampling
 from echo_lib.sandbox.dialogue import Exchange, clean_reply, render, window
 from echo_lib.sandbox.params import ReplySampling
 
@@ -53,6 +52,5 @@ class TestModel:
     seed: int = 0
 
     def respond(self, chats: list[list[dict]]) -> list[str]:
-        s = Sampling(temperature=self.sampling.temperature, top_p=self.sampling.top_p,
-                     max_new_tokens=self.sampling.max_new_tokens, seed=self.seed)
+        s = self.sampling.with_seed(self.seed)
         return [clean_reply(c.text, (ME, USER, "Qiming")) for c in self.llm.generate(chats, s)]
