@@ -9,7 +9,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 TRACKED_PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "gguf",
                     "numpy", "pandas", "snakemake", "papermill", "jupytext", "echo-lib")
@@ -49,10 +49,19 @@ def provenance(cfg, **extra: Any) -> dict:
 def write_json(path: str | Path, data: Any) -> Path:
     """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
     path = Path(path)
+    return _write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict]) -> Path:
+    """One JSON object per line, written atomically."""
+    return _write_atomic(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    # UTF-8 whatever the locale: EMPA's cases are Chinese, and ensure_ascii=False keeps them readable.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
     os.replace(tmp, path)
     return path

@@ -9,6 +9,7 @@ import pytest
 from echo_lib.rewards.data import DataError, examples, grpo_rows, load_items, sft_rows, to_example
 from echo_lib.rewards.process import checks_reward, profile_reward
 from echo_lib.rewards.prompts import chat_text, empathy_prompt, humanlike_prompt, scalar_prompt
+from echo_lib.provenance import write_jsonl
 from echo_lib.rewards.verdict import parse
 
 PROFILE = {"traits": ["shy", "proud of being independent"], "current_emotion": "ashamed and frustrated",
@@ -35,12 +36,6 @@ def humanlike_item(i: int = 0, kind: str = "human") -> dict:
              "turns_shuffled": "haha no way, same here lol"}[kind]
     return {"id": f"hl-{i}", "dialogue_id": f"d{i}", "context": ["hey", "hi! what's up", "just failed a quiz"],
             "reply": reply, "label": "human" if kind == "human" else "machine", "kind": kind}
-
-
-def write_jsonl(path, items):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(it) + "\n" for it in items))
-    return path
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from echo_lib.epm.engine import Replay
 from echo_lib.epm.iedr import INDICATORS
 from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.trajectory import CaseRun
+from echo_lib.provenance import write_json
 
 log = logging.getLogger(__name__)
 RESULT_GLOB = "*_result.json"   # EMPA names them script_XXX_result.json
@@ -208,9 +209,4 @@ def result_dict(rep: Replay) -> dict:
 
 def write_result(rep: Replay, path: str | Path) -> Path:
     """Write a replayed run as `script_XXX_result.json` (atomically: a half-written file never exists)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result_dict(rep), ensure_ascii=False, indent=2), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json(path, result_dict(rep))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,7 +115,7 @@ def evaluate_models(cfg, kind: str, adapter: str | Path) -> dict[str, tuple[dict
 
 def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], trained: TrainResult | None
                   ) -> dict:
-    from echo_lib.provenance import provenance, write_json
+    from echo_lib.provenance import provenance, write_json, write_jsonl
     paths = rm_paths(cfg, kind)
     by_model = {name: m for name, (m, _) in results.items()}
     training = None if trained is None else {"seconds": trained.seconds, "steps": trained.steps,
@@ -131,8 +130,5 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
         w = csv.DictWriter(fh, ["metric", *by_model])
         w.writeheader()
         w.writerows(table)
-    with open(paths.eval_rows, "w") as fh:
-        for name, (_, rows) in results.items():
-            for r in rows:
-                fh.write(json.dumps({"model": name, **r}, ensure_ascii=False) + "\n")
+    write_jsonl(paths.eval_rows, ({"model": name, **r} for name, (_, rows) in results.items() for r in rows))
     return record

@@ -23,6 +23,7 @@ from echo_lib.epm.engine import replay
 from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
+from echo_lib.provenance import write_json
 from echo_lib.sandbox.loop import CaseState
 from echo_lib.sandbox.params import SandboxRunParams
 
@@ -80,14 +81,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _write(path: Path, data: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-    tmp.replace(path)   # atomic: a killed run never leaves half a file that looks finished
-    return path
-
-
 def history_block(c: CaseState) -> list[dict]:
     out = []
     for ex in c.history:
@@ -135,14 +128,14 @@ def write_case(c: CaseState, out_dir: str | Path, meta: RunMeta) -> Path:
     if data["sandbox"]["judge_failure_rate"] > 0.05:   # METHOD 9 row 18: rerun a case above 5%
         log.warning("%s: the judge failed on %d of %d evaluations (scored 0); consider rerunning this case",
                     c.scenario.id, c.judge_failures, n_eval)
-    path = _write(result_path(out_dir, c.scenario.id), data)
+    path = write_json(result_path(out_dir, c.scenario.id), data)
     error_path(out_dir, c.scenario.id).unlink(missing_ok=True)
     return path
 
 
 def write_error(out_dir: str | Path, case_id: str, meta: RunMeta, stage: str, turn: int, reason: str,
                 history: list | None = None, source: str = "") -> Path:
-    return _write(error_path(out_dir, case_id), {
+    return write_json(error_path(out_dir, case_id), {
         "script_id": case_id, "status": "error", "stage": stage, "turn": turn, "reason": reason,
         "scenario_source": source, "history": history or [], **dict(meta.roles), "timestamp": _now(),
         "sandbox": meta.block()})
@@ -179,5 +172,5 @@ def write_summary(out_dir: str | Path, model: str) -> Path:
     for r in rows:
         key = r["termination"] or r["status"]
         counts[key] = counts.get(key, 0) + 1
-    return _write(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
+    return write_json(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
                                                    "timestamp": _now()})

@@ -5,14 +5,10 @@
 """
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
-
 from echo_lib.config import RunConfig
+from echo_lib.provenance import write_json, write_jsonl
 from echo_lib.scenarios.cases import stratified_order
 from echo_lib.scenarios.own import load_own
 from echo_lib.synthesis import hitl
@@ -21,18 +17,6 @@ from echo_lib.synthesis.empathy import synthesize
 from echo_lib.synthesis.humanlike import make_humanlike_data
 from echo_lib.synthesis.splits import holdout_split
 from echo_lib.synthesis.theorems import derive_theorems, gold_profile, load_axioms
-
-
-def write_jsonl(path: str | Path, records: Iterable[dict]) -> Path:
-    """One JSON object per line, written atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-    return path
 
 
 def data_dir(cfg: RunConfig, kind: str) -> Path:
@@ -85,7 +69,7 @@ def human_check(cfg: RunConfig, scenarios: list, splits: dict[str, list]) -> tup
     report["batch_accepted"] = report["accept_rate"] is not None and report["accept_rate"] >= h.accept_rate
     kept = {split: [i for i in items if i.scenario_id not in rejected] for split, items in splits.items()}
     report["dropped_items"] = sum(len(splits[s]) - len(kept[s]) for s in splits)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
+    write_json(out / "report.json", report)
     for split, items in kept.items():
         write_jsonl(data_dir(cfg, "empathy") / f"{split}.jsonl", (i.to_json() for i in items))
     return kept, report
