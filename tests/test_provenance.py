@@ -16,7 +16,7 @@ def test_json_and_jsonl_are_utf8_and_leave_no_temp_files(tmp_path):
 
 
 def test_utf8_under_the_c_locale(tmp_path):
-    code = f"from echo_lib.provenance import write_json; write_json({str(tmp_path / 'c.json')!r}, {{'t': '高'}})"
+    code = f"from echo_lib.provenance import write_json; write_json({str(tmp_path / 'c.json')!r}, {{'t': '\\u9ad8'}})"  # the escape keeps argv ASCII
     subprocess.run([sys.executable, "-c", code], check=True,
                    env={"LC_ALL": "C", "PYTHONUTF8": "0", "PATH": "/usr/bin:/bin"})
     assert json.loads((tmp_path / "c.json").read_bytes().decode("utf-8")) == {"t": "高"}
