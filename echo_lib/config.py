@@ -21,6 +21,8 @@ import yaml
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
+from echo_lib.nee.params import NEEParams
+from echo_lib.policy.params import PolicyParams
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.sandbox.params import SandboxRunParams
 from echo_lib.synthesis.settings import DataConfig
@@ -121,6 +123,8 @@ class RunConfig:
     data: DataConfig
     reward_models: RewardModelParams
     sandbox_run: SandboxRunParams
+    policy: PolicyParams
+    nee: NEEParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -163,6 +167,7 @@ def validate(config: Mapping[str, Any], source: str = "config") -> dict:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_explain(err) for err in errors]
+    problems += _add_policy_models(filled) if not problems else []
     problems += _cross_reference_problems(filled) if not problems else []
     if problems:
         raise ConfigError(f"invalid run configuration ({source}):\n  - " + "\n  - ".join(problems))
@@ -228,6 +233,33 @@ def _explain(err: jsonschema.ValidationError) -> str:
     }.get(err.validator, lambda: err.message)()
     hint = err.schema.get("description", "")
     return f"key '{where}' has value {value}; allowed: {allowed}" + (f" ({hint})" if hint else "")
+
+
+def policy_adapter_dir(cfg: Mapping[str, Any], variant: str) -> str:
+    """Where stage 03 writes a variant's LoRA adapter (the file contract policy/<variant>/adapter/)."""
+    return f"{cfg['results_dir']}/{cfg['run_name']}/policy/{variant}/adapter"
+
+
+def _add_policy_models(cfg: dict) -> list[str]:
+    """Each RL variant becomes a model of its own name: the policy base with the variant's adapter, so
+    `sandbox.models: [base, echo, scalar]` evaluates the trained policies like any other model.
+    Idempotent (a validated config validates again unchanged); a user model of the same name is an error."""
+    base = cfg["models"].get(cfg["roles"]["policy"])
+    if base is None:
+        return []   # the cross-reference check names the missing policy model
+    problems = []
+    for variant in cfg["policy"]["variants"]:
+        derived = {**base, "adapter": policy_adapter_dir(cfg, variant)}
+        if variant in cfg["models"] and cfg["models"][variant] != derived:
+            problems.append(f"key 'models.{variant}' names a model, but {variant!r} is reserved for the RL variant "
+                            f"of policy.variants (roles.policy + its trained adapter); rename that model")
+        elif base["backend"] != "hf":
+            problems.append(f"key 'roles.policy' has value {cfg['roles']['policy']!r}, an {base['backend']}-backend "
+                            "model; stage 03 trains the policy with TRL, so it must be an hf-backend model")
+            break
+        else:
+            cfg["models"][variant] = derived
+    return problems
 
 
 def _cross_reference_problems(cfg: dict) -> list[str]:

@@ -1,0 +1,18 @@
+"""NEEParams: the settings of stage 06, the NEE judge panel (METHOD.md 7.2 [DEFAULT], 7.3).
+
+The run config carries these under `nee:`; the judges themselves are `roles.nee_judges`. This module
+does not import echo_lib.config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NEEParams:
+    prompt_variants: int = 2        # differently worded judge prompts per judge (tiny: one model, several "judges")
+    max_transcripts: int = 0        # sandbox transcripts rated per model (0 = all)
+    reference_model: str = "base"   # the pairwise A/B comparison is against this sandbox model
+    pairwise: bool = True           # A/B against the reference, judged in both orders
+    bootstrap: int = 1000           # resamples for the confidence intervals
+    composite_weight: float = 0.5   # Composite = w * min(EPM-Q, 100) + (1 - w) * NEE (this package's choice)

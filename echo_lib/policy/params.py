@@ -1,0 +1,66 @@
+"""PolicyParams: every setting of stage 03, the affective RL of the policy (METHOD.md 4).
+
+The run config carries these under `policy:` (config/schema.yaml documents each key and holds the
+defaults, which are the tiny CPU scale). The paper-scale values of METHOD.md 4.2 [DEFAULT] are noted
+beside each field. This module does not import echo_lib.config, so the RL code runs without a run
+config (e.g. in tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+VARIANTS = ("echo", "scalar")   # echo: discrete, reference-anchored GenRM rewards; scalar: the 1-10 RM, no anchor
+DOMAINS = ("empathy", "chitchat")
+
+
+@dataclass(frozen=True)
+class PolicyLora:
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+
+
+@dataclass(frozen=True)
+class PolicyGRPO:
+    steps: int = 12                 # paper: about 300-600
+    learning_rate: float = 5e-5     # paper: 1e-6 (full fine-tuning); LoRA on a 135M model needs more
+    num_generations: int = 4        # the group per prompt (paper: 8)
+    prompts_per_step: int = 2       # per-device batch = prompts_per_step * num_generations completions
+    max_prompt_length: int = 384    # tokens; longer histories lose their oldest turns
+    max_completion_length: int = 48 # paper: 1,024
+    temperature: float = 1.0
+    top_p: float = 1.0
+    beta: float = 0.001             # KL to the reference (the frozen base); paper 0.001
+    epsilon: float = 0.2            # PPO clip (lower)
+    epsilon_high: float = 0.28      # PPO clip (upper, DAPO-style)
+    format_penalty: float = 1.0     # subtracted when a reply has a role prefix or a think tag (0 = off)
+
+
+@dataclass(frozen=True)
+class HardFilter:
+    """Best-of-N prompt filtering (METHOD.md 4.2): sample N replies from the initial policy, judge each,
+    drop prompts whose N replies all win or all lose (no group-relative signal)."""
+    enabled: bool = True
+    samples: int = 4                # paper: 8
+    max_new_tokens: int = 48
+
+
+@dataclass(frozen=True)
+class WinRate:
+    """Pairwise comparison of each trained variant against the base on held-out prompts."""
+    max_prompts: int = 8            # held-out empathy prompts (0 = all of the test split)
+    judge: str | None = None        # a model not used in training (null: roles.judge, the sandbox judge)
+    max_new_tokens: int = 48        # reply length of the compared policies
+
+
+@dataclass(frozen=True)
+class PolicyParams:
+    variants: list[str] = field(default_factory=lambda: list(VARIANTS))
+    empathy_share: float = 0.6      # share of empathy-domain prompts (the rest chit-chat); paper default 0.6
+    max_prompts: int = 24           # RL prompts after the mix, before the hard filter (0 = all)
+    system_prompt: str | None = None   # null: the sandbox's companion prompt, so RL trains what the sandbox tests
+    lora: PolicyLora = field(default_factory=PolicyLora)
+    grpo: PolicyGRPO = field(default_factory=PolicyGRPO)
+    hard_filter: HardFilter = field(default_factory=HardFilter)
+    winrate: WinRate = field(default_factory=WinRate)
