@@ -11,20 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def snakemake(*args, results_dir=None):
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
-    if results_dir:
-        cmd += ["--config", f"results_dir={results_dir}"]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-@pytest.fixture(scope="module")
-def ci_run(tmp_path_factory):
-    results = tmp_path_factory.mktemp("results")
-    rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=results)
-    assert rc == 0, out[-5000:]
-    return results / "ci", out
+from conftest import snakemake  # noqa: E402  (the ci DAG fixture `ci_run` is in conftest.py)
 
 
 def test_stage_00_resolves_the_embedded_model(ci_run):
