@@ -1,7 +1,5 @@
 """End to end: the DAG at the ci config, as far as it exists (uses the real embedded model)."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
