@@ -40,6 +40,7 @@ class RewardModelFn:
         self.sampling = Sampling(temperature=0, max_new_tokens=max_new_tokens)
         self.__name__ = f"{kind}_rm"   # TRL logs rewards/<__name__>/mean
         self.last_stats: dict[str, Any] = {}
+        self.last_answers: list[str | None] = []
 
     def chats(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None
               ) -> list[list[dict]]:
@@ -59,6 +60,7 @@ class RewardModelFn:
         outs = self.llm.generate(self.chats(prompts, completions, reference), self.sampling)
         parsed = [parse(o.text, self.kind) for o in outs]
         rewards = [self.value(p.answer) if p.ok else self.unparsed_reward for p in parsed]
+        self.last_answers = [p.answer if p.ok else None for p in parsed]   # per completion (None: unparsed)
         self.last_stats = {"n": len(parsed), "unparsed": sum(not p.ok for p in parsed),
                            "verdicts": dict(Counter(p.answer for p in parsed if p.ok))}
         return rewards

@@ -1,0 +1,74 @@
+"""Best-of-N hard-prompt filtering (METHOD.md 4.1-4.2): sample N replies per prompt from the initial
+policy, judge them with the reward models, and drop the prompts that carry no group-relative signal
+because every reply already wins (all better than the anchor; all judged human) or every reply loses
+(all worse; all machine). GRPO learns nothing from a group whose rewards are all equal.
+
+The filter always judges with the echo variant's routed rewards (the anchored verdicts), and both
+variants train on what it keeps: the ablation changes the reward, not the data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from echo_lib.llm import Sampling
+from echo_lib.policy.data import RLPrompt
+from echo_lib.policy.rewards import DomainReward
+
+WIN = {"empathy": 1.0, "chitchat": 1.0}      # better than the anchor; judged human
+LOSE = {"empathy": -1.0, "chitchat": 0.0}    # worse than the anchor; judged machine
+
+
+@dataclass
+class FilterReport:
+    kept: list[str] = field(default_factory=list)
+    all_win: list[str] = field(default_factory=list)
+    all_lose: list[str] = field(default_factory=list)
+    rewards: dict[str, list[float]] = field(default_factory=dict)   # prompt id -> the N replies' rewards
+
+    def summary(self) -> dict:
+        return {"kept": len(self.kept), "dropped_all_win": len(self.all_win),
+                "dropped_all_lose": len(self.all_lose)}
+
+
+def sample_replies(llm, chats: Sequence[list[dict]], n: int, sampling: Sampling) -> list[list[str]]:
+    """n seeded replies per chat in one batched call (sample k uses seed + k)."""
+    flat = [chat for chat in chats for _ in range(n)]
+    settings = [Sampling(temperature=sampling.temperature, top_p=sampling.top_p,
+                         max_new_tokens=sampling.max_new_tokens, seed=sampling.seed + k)
+                for _ in chats for k in range(n)]
+    texts = [c.text for c in llm.generate(flat, settings)]   # raw, as the reward sees them in training
+    return [texts[i * n:(i + 1) * n] for i in range(len(chats))]
+
+
+def judge_groups(prompts: Sequence[RLPrompt], replies: Sequence[list[str]], rewards: Sequence[DomainReward]
+                 ) -> list[list[float]]:
+    """Each prompt's replies scored by the reward of its domain (the routed reward functions)."""
+    rows = [(p, r) for p, rs in zip(prompts, replies) for r in rs]
+    columns = dict(prompts=[None] * len(rows), completions=[r for _, r in rows],
+                   domain=[p.domain for p, _ in rows], context=[p.context for p, _ in rows],
+                   prompt_id=[p.id for p, _ in rows], reference=[p.reference for p, _ in rows])
+    scores: list[float | None] = [None] * len(rows)
+    for fn in rewards:
+        for i, s in enumerate(fn(**columns)):
+            if s is not None:
+                scores[i] = s
+    n = len(replies[0]) if replies else 0
+    return [scores[i * n:(i + 1) * n] for i in range(len(prompts))]
+
+
+def hard_filter(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]], llm, rewards: Sequence[DomainReward],
+                samples: int, sampling: Sampling) -> tuple[list[RLPrompt], FilterReport]:
+    report = FilterReport()
+    groups = judge_groups(prompts, sample_replies(llm, chats, samples, sampling), rewards)
+    kept = []
+    for p, scores in zip(prompts, groups):
+        report.rewards[p.id] = scores
+        if all(s == WIN[p.domain] for s in scores):
+            report.all_win.append(p.id)
+        elif all(s == LOSE[p.domain] for s in scores):
+            report.all_lose.append(p.id)
+        else:
+            report.kept.append(p.id)
+            kept.append(p)
+    return kept, report

@@ -1,0 +1,72 @@
+"""Reward-hacking monitors (METHOD.md 3.5, 4.3): cheap, transparent statistics of the sampled replies,
+logged every RL step beside the reward, so a reward that rises while these drift is visible.
+
+  reply_words         mean words per reply
+  repetition          how alike the replies of one prompt's group are (mean pairwise Jaccard overlap of
+                      word bigrams): a collapsing policy says the same thing every time
+  ornate_rate         share of replies with "performative empathy": a bracketed or starred action
+                      (*hugs*, (smiles)), or stacked imagery (two or more simile/metaphor markers)
+  advice_list_rate    share of replies that hand out a list (bullets, numbered lines, "first ... second")
+                      or several imperatives of advice
+  format_violation    share with a role prefix ("User:", "Assistant:") or a think tag
+The lexicons are short on purpose: they are monitors, not rewards, and a reader can see what they count.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Sequence
+
+ACTION = re.compile(r"\*[^*\n]{1,40}\*|\((?:[a-z]+ ?){1,5}\)|\[(?:[a-z]+ ?){1,5}\]", re.IGNORECASE)
+IMAGERY = re.compile(r"\b(like a|as if|as though|storm|ocean|journey|light at the end|tapestry|bloom|"
+                     r"heart aches|embrace|soul|whisper|shines?|darkness)\b", re.IGNORECASE)
+LIST_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", re.MULTILINE)
+SEQUENCE = re.compile(r"\bfirst(?:ly)?\b.*\bsecond(?:ly)?\b", re.IGNORECASE | re.DOTALL)
+ADVICE = re.compile(r"\b(you should|try to|make sure|consider|i recommend|i suggest|it'?s important to)\b",
+                    re.IGNORECASE)
+ROLE_PREFIX = re.compile(r"^\s*(user|assistant|you|me|qiming|companion|a|b)\s*:", re.IGNORECASE)
+THINK = re.compile(r"</?think>", re.IGNORECASE)
+
+
+def is_ornate(text: str) -> bool:
+    return bool(ACTION.search(text)) or len(IMAGERY.findall(text)) >= 2
+
+
+def is_advice_list(text: str) -> bool:
+    return len(LIST_LINE.findall(text)) >= 2 or bool(SEQUENCE.search(text)) or len(ADVICE.findall(text)) >= 2
+
+
+def format_violation(text: str) -> bool:
+    """A role prefix in front of the reply, or a think tag anywhere (the policy runs non-thinking)."""
+    return bool(ROLE_PREFIX.match(text)) or bool(THINK.search(text))
+
+
+def bigrams(text: str) -> set[tuple[str, str]]:
+    words = re.findall(r"[a-z']+", text.lower())
+    return set(zip(words, words[1:]))
+
+
+def group_repetition(replies: Sequence[str]) -> float:
+    """Mean pairwise Jaccard overlap of word bigrams among one prompt's replies (0 distinct .. 1 identical)."""
+    sets = [bigrams(r) for r in replies]
+    pairs = [(a, b) for a, b in itertools.combinations(sets, 2) if a or b]
+    if not pairs:
+        return 0.0
+    return sum(len(a & b) / len(a | b) for a, b in pairs) / len(pairs)
+
+
+def rate(flags: Sequence[bool]) -> float | None:
+    return sum(flags) / len(flags) if flags else None
+
+
+def reply_monitors(replies: Sequence[str], groups: Sequence[str]) -> dict[str, float | None]:
+    """The monitors over one step's replies; `groups[i]` names the prompt reply i was sampled for."""
+    by_group: dict[str, list[str]] = {}
+    for g, r in zip(groups, replies):
+        by_group.setdefault(g, []).append(r)
+    reps = [group_repetition(rs) for rs in by_group.values() if len(rs) > 1]
+    return {"reply_words": sum(len(r.split()) for r in replies) / len(replies) if replies else None,
+            "repetition": sum(reps) / len(reps) if reps else None,
+            "ornate_rate": rate([is_ornate(r) for r in replies]),
+            "advice_list_rate": rate([is_advice_list(r) for r in replies]),
+            "format_violation_rate": rate([format_violation(r) for r in replies])}

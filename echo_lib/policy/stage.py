@@ -1,0 +1,203 @@
+"""Stage 03 end to end for one variant: the RL data (shared), GRPO, the win rate against the base.
+
+    results/<run>/policy/data/{train,heldout}.jsonl   the RL prompts after the hard filter; held-out prompts
+    results/<run>/policy/data/filter.json             what the hard filter kept and dropped, and why
+    results/<run>/policy/<variant>/adapter/           the trained LoRA adapter (the sandbox's model <variant>)
+    results/<run>/policy/<variant>/train_log.csv      per step: reward, KL, entropy and the monitors
+    results/<run>/policy/<variant>/winrate.csv        the variant against the base, per judge
+    results/<run>/policy/<variant>/winrate_rows.jsonl every judgment with the two replies
+    results/<run>/policy/<variant>/metrics.json       steps, time, memory, data counts, provenance
+
+The data is built once and reused by every variant while its settings are unchanged (`filter.json`
+records them), so the ablation trains on exactly the same prompts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from echo_lib.llm import Sampling
+from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mix, policy_chat, read_jsonl
+from echo_lib.policy.hard_filter import hard_filter
+from echo_lib.policy.params import VARIANTS
+from echo_lib.policy.rewards import RolloutLog, needed_kinds, variant_rewards
+from echo_lib.policy.train import PolicyTrainResult, grpo_rows, train_policy
+from echo_lib.policy.winrate import judge_independent, judge_with_rm, judgment_rows, summarise
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PolicyPaths:
+    dir: Path
+
+    adapter = property(lambda self: self.dir / "adapter")
+    train_log = property(lambda self: self.dir / "train_log.csv")
+    metrics = property(lambda self: self.dir / "metrics.json")
+    winrate = property(lambda self: self.dir / "winrate.csv")
+    winrate_rows = property(lambda self: self.dir / "winrate_rows.jsonl")
+
+
+def check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise ValueError(f"policy variant {variant!r} is not one of {', '.join(VARIANTS)}")
+    return variant
+
+
+def policy_paths(cfg, variant: str) -> PolicyPaths:
+    return PolicyPaths(cfg.run_dir / "policy" / check_variant(variant))
+
+
+def data_dir(cfg) -> Path:
+    return cfg.run_dir / "policy" / "data"
+
+
+def system_prompt(cfg) -> str | None:
+    return cfg.policy.system_prompt or cfg.sandbox_run.companion_prompt
+
+
+def token_counter(cfg):
+    """Tokens of a chat under the policy's chat template (for trimming long histories)."""
+    from transformers import AutoTokenizer
+
+    from echo_lib.model_setup import weights_path
+    tok = AutoTokenizer.from_pretrained(str(weights_path(cfg, cfg.models[cfg.roles.policy])))
+    return lambda chat: len(tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=True))
+
+
+def chats_for(cfg, prompts: list[RLPrompt], count=None) -> list[list[dict]]:
+    p = cfg.policy
+    return [policy_chat(x.context, system_prompt(cfg), cfg.sandbox_run.test_history, p.grpo.max_prompt_length,
+                        count) for x in prompts]
+
+
+def reward_models(cfg, kinds):
+    from echo_lib.rewards.reward_fn import load_reward_fn
+    from echo_lib.rewards.stage import rm_paths
+    out = {}
+    for kind in kinds:
+        adapter = rm_paths(cfg, kind).adapter
+        if not (adapter / "adapter_config.json").exists():
+            raise FileNotFoundError(f"{adapter} has no trained {kind} reward model; stage 02 "
+                                    f"(notebooks/02_reward_models.py, kind={kind}) writes it")
+        out[kind] = load_reward_fn(cfg, kind)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# RL data
+
+
+def data_settings(cfg) -> dict:
+    p = cfg.policy
+    return {"empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
+            "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
+            "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
+            "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
+            "data_files": {str(f): f.stat().st_mtime_ns for f in source_files(cfg)}}
+
+
+def source_files(cfg) -> list[Path]:
+    d = cfg.run_dir / "data"
+    return [d / "empathy" / "train.jsonl", d / "humanlike" / "train.jsonl", d / "empathy" / "test.jsonl"]
+
+
+def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
+    """(train prompts, held-out prompts, filter report): read from policy/data/ when it was built with the
+    same settings, else built (the hard filter samples the base policy and asks the echo reward models)."""
+    from echo_lib.provenance import provenance, write_json, write_jsonl
+    out = data_dir(cfg)
+    settings = data_settings(cfg)
+    if (out / "filter.json").exists() and json.loads((out / "filter.json").read_text())["settings"] == settings:
+        load = lambda f: [RLPrompt(**r) for r in read_jsonl(out / f)]   # noqa: E731
+        return load("train.jsonl"), load("heldout.jsonl"), json.loads((out / "filter.json").read_text())
+    emp_train, chat_train, emp_test = (empathy_prompts(source_files(cfg)[0]), chitchat_prompts(source_files(cfg)[1]),
+                                       empathy_prompts(source_files(cfg)[2]))
+    p = cfg.policy
+    drawn = mix(emp_train, chat_train, p.empathy_share, p.max_prompts, cfg.seed)
+    report = {"available": {"empathy": len(emp_train), "chitchat": len(chat_train)},
+              "drawn": {d: sum(x.domain == d for x in drawn) for d in ("empathy", "chitchat")}}
+    kept = drawn
+    if p.hard_filter.enabled:
+        from echo_lib.llm import load_llm
+        rms = reward_models(cfg, needed_kinds("echo"))
+        funcs = [f for f in variant_rewards("echo", rms, 0.0)]
+        f = p.hard_filter
+        sampling = Sampling(temperature=p.grpo.temperature, top_p=p.grpo.top_p, max_new_tokens=f.max_new_tokens,
+                            seed=cfg.seed)
+        kept, rep = hard_filter(drawn, chats_for(cfg, drawn, token_counter(cfg)), load_llm(cfg, cfg.roles.policy),
+                                funcs, f.samples, sampling)
+        report["hard_filter"] = {**rep.summary(), "all_win": rep.all_win, "all_lose": rep.all_lose,
+                                 "rewards": rep.rewards}
+    report["kept"] = {d: sum(x.domain == d for x in kept) for d in ("empathy", "chitchat")}
+    heldout = emp_test[:p.winrate.max_prompts] if p.winrate.max_prompts else emp_test
+    write_jsonl(out / "train.jsonl", (x.row() for x in kept))
+    write_jsonl(out / "heldout.jsonl", (x.row() for x in heldout))
+    record = {"settings": settings, **report, "provenance": provenance(cfg, stage="03_policy_rl", step="rl_data")}
+    write_json(out / "filter.json", record)
+    return kept, heldout, record
+
+
+# ------------------------------------------------------------------------------------------------
+# Training and the win rate
+
+
+def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
+    from echo_lib.model_setup import weights_path
+    spec = cfg.models[cfg.roles.policy]
+    rollouts = RolloutLog()
+    funcs = variant_rewards(variant, reward_models(cfg, needed_kinds(variant)), cfg.policy.grpo.format_penalty,
+                            rollouts)
+    rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
+    return train_policy(weights_path(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
+                        seed=cfg.seed, use_cpu=spec.device == "cpu", dtype=spec.dtype,
+                        load_in_4bit=spec.load_in_4bit)
+
+
+def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict]]:
+    """(summary rows per judge, every judgment): the variant's replies against the base's."""
+    from echo_lib.llm import load_llm
+    from echo_lib.rewards.reward_fn import load_reward_fn
+    from echo_lib.sandbox.dialogue import clean_reply
+    w = cfg.policy.winrate
+    s = cfg.sandbox_run.test_model
+    sampling = Sampling(temperature=s.temperature, top_p=s.top_p, max_new_tokens=w.max_new_tokens, seed=cfg.seed)
+    chats = chats_for(cfg, heldout, token_counter(cfg))
+    replies = {}
+    for name in (cfg.roles.policy, variant):
+        replies[name] = [clean_reply(c.text, ("You", "User")) for c in load_llm(cfg, name).generate(chats, sampling)]
+    ids, contexts = [p.id for p in heldout], [p.context for p in heldout]
+    v, b = replies[variant], replies[cfg.roles.policy]
+    judge_name = w.judge or cfg.roles.judge
+    judged = {"empathy_rm": judge_with_rm(load_reward_fn(cfg, "empathy"), ids, contexts, v, b),
+              "independent": judge_independent(load_llm(cfg, judge_name), ids, contexts, v, b)}
+    judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name}
+    summary = [summarise(variant, j, judge_models[j], rows, cfg.seed) for j, rows in judged.items()]
+    by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
+    rows = [{**r, "variant_reply": by_id[r["prompt_id"]][0], "base_reply": by_id[r["prompt_id"]][1]}
+            for judgments in judged.values() for r in judgment_rows(variant, judgments)]
+    return summary, rows
+
+
+def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
+                  winrate_rows: list[dict]) -> dict:
+    import pandas as pd
+
+    from echo_lib.provenance import provenance, write_json, write_jsonl
+    paths = policy_paths(cfg, variant)
+    pd.DataFrame(winrate_summary).to_csv(paths.winrate, index=False)
+    write_jsonl(paths.winrate_rows, winrate_rows)
+    record = {"variant": variant, "scale": cfg.scale, "policy_base": cfg.roles.policy, "steps": trained.steps,
+              "seconds": round(trained.seconds, 1),
+              "seconds_per_step": round(trained.seconds / max(trained.steps, 1), 2),
+              "peak_rss_mb": round(trained.peak_rss_mb), "data": {k: data_report.get(k) for k in
+                                                                   ("available", "drawn", "kept")},
+              "hard_filter": {k: v for k, v in (data_report.get("hard_filter") or {}).items() if k != "rewards"},
+              "final": trained.rows[-1] if trained.rows else None, "winrate": winrate_summary,
+              "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg, stage="03_policy_rl",
+                                                                                 variant=variant)}
+    write_json(paths.metrics, record)
+    return record

@@ -1,0 +1,165 @@
+"""GRPO of the policy with TRL (METHOD.md 4.2 [DEFAULT]): LoRA on the frozen base, group-relative
+advantages over num_generations replies per prompt, PPO-clip (DAPO-style upper bound), a small KL to
+the reference (the base itself: with LoRA, TRL computes it with the adapter switched off).
+
+Only the policy's own tokens are trained: TRL computes log-probabilities for the completion positions
+alone (logits_to_keep) and masks everything after the end of turn; the history in the prompt, earlier
+companion turns included, is context, never a target. tests/test_policy_train.py checks this.
+
+Every step appends one row to train_log.csv: TRL's loss, reward, KL and entropy beside this package's
+monitors (rewards per domain, win and tie rate, humanlike rate, reply length, repetition, ornament,
+advice lists, format violations), so a reward that rises while the monitors drift is visible at once.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from echo_lib.policy.data import RLPrompt
+from echo_lib.policy.monitors import reply_monitors
+from echo_lib.policy.params import PolicyParams
+from echo_lib.policy.rewards import RolloutLog, step_stats
+
+log = logging.getLogger(__name__)
+
+LOG_COLUMNS = ["step", "reward", "reward_std", "reward_empathy", "reward_chitchat", "win_rate", "tie_rate",
+               "humanlike_rate", "unparsed_rate", "format_violation_rate", "kl", "entropy", "reply_length",
+               "reply_words", "repetition", "ornate_rate", "advice_list_rate", "frac_reward_zero_std", "loss",
+               "step_time", "learning_rate"]
+TRL_KEYS = {"reward": "reward", "reward_std": "reward_std", "kl": "kl", "entropy": "entropy",
+            "reply_length": "completions/mean_length", "frac_reward_zero_std": "frac_reward_zero_std",
+            "loss": "loss", "step_time": "step_time", "learning_rate": "learning_rate"}
+
+
+@dataclass
+class PolicyTrainResult:
+    adapter_dir: str
+    rows: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    steps: int = 0
+    peak_rss_mb: float = 0.0
+
+
+def grpo_rows(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]]) -> list[dict]:
+    """The trainer's dataset: the policy chat, plus the columns the reward functions read."""
+    return [{"prompt": chat, "prompt_id": p.id, "domain": p.domain, "reference": p.reference,
+             "context": json.dumps(p.context, ensure_ascii=False)} for p, chat in zip(prompts, chats)]
+
+
+def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
+    from trl import GRPOConfig
+    g = params.grpo
+    return GRPOConfig(output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
+                      per_device_train_batch_size=g.prompts_per_step * g.num_generations,
+                      num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+                      temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
+                      epsilon_high=g.epsilon_high, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
+                      data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
+                      report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
+                      disable_tqdm=True)
+
+
+def lora_config(params: PolicyParams):
+    from peft import LoraConfig
+    p = params.lora
+    return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout, target_modules=list(p.target_modules),
+                      task_type="CAUSAL_LM")
+
+
+def monitor_callback(rollouts: RolloutLog, log_path: Path, rows: list[dict]):
+    """A TrainerCallback that turns each logged step into a train_log.csv row (written as it goes)."""
+    from transformers import TrainerCallback
+
+    class Monitor(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            logs = logs or {}
+            if "train_runtime" in logs:        # the end-of-training summary, not a step
+                return
+            items, formats = rollouts.take()
+            row = {"step": state.global_step, **{k: logs.get(v) for k, v in TRL_KEYS.items()}}
+            row |= step_stats(items)
+            row |= reply_monitors([j.reply for j in items], [j.group for j in items])
+            if formats:
+                row["format_violation_rate"] = sum(formats) / len(formats)
+            rows.append(row)
+            write_log(rows, log_path)
+            log.info("step %d: reward %.3f, empathy %s, chitchat %s, kl %s, %.1f s", row["step"],
+                     row["reward"] or 0.0, _fmt(row["reward_empathy"]), _fmt(row["reward_chitchat"]),
+                     _fmt(row["kl"]), row["step_time"] or 0.0)
+
+    return Monitor()
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def write_log(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, LOG_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)
+
+
+def load_policy(base: str | Path, dtype: str = "float32", load_in_4bit: bool = False):
+    """The policy base and tokenizer; 4-bit NF4 (QLoRA) on a GPU when the model spec asks for it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(str(base))
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    kwargs = {"dtype": getattr(torch, dtype)}
+    if load_in_4bit:
+        from peft import prepare_model_for_kbit_training
+        from transformers import BitsAndBytesConfig
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                           bnb_4bit_compute_dtype=getattr(torch, dtype))
+        model = prepare_model_for_kbit_training(AutoModelForCausalLM.from_pretrained(str(base), **kwargs))
+    else:
+        model = AutoModelForCausalLM.from_pretrained(str(base), **kwargs)
+    return model, tok
+
+
+def make_trainer(model, tok, rows: list[dict], reward_funcs: list, params: PolicyParams, work_dir: Path,
+                 seed: int, use_cpu: bool = True, callbacks: Sequence = ()):
+    from datasets import Dataset
+    from trl import GRPOTrainer
+    need = params.grpo.prompts_per_step
+    if len(rows) < need:
+        raise ValueError(f"GRPO needs at least policy.grpo.prompts_per_step={need} prompts, got {len(rows)}; "
+                         "lower it, raise policy.max_prompts, or turn off policy.hard_filter")
+    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_config(params, work_dir, seed, use_cpu),
+                       train_dataset=Dataset.from_list(rows), processing_class=tok,
+                       peft_config=lora_config(params), callbacks=list(callbacks))
+
+
+def train_policy(base: str | Path, rows: list[dict], reward_funcs: list, rollouts: RolloutLog,
+                 params: PolicyParams, out_dir: str | Path, seed: int = 0, use_cpu: bool = True,
+                 dtype: str = "float32", load_in_4bit: bool = False) -> PolicyTrainResult:
+    """GRPO on `rows` (grpo_rows); writes out_dir/adapter/ and out_dir/train_log.csv."""
+    import tempfile
+
+    from transformers import PrinterCallback
+    out_dir = Path(out_dir)
+    result = PolicyTrainResult(adapter_dir=str(out_dir / "adapter"))
+    t0 = time.perf_counter()
+    model, tok = load_policy(base, dtype, load_in_4bit)
+    with tempfile.TemporaryDirectory(prefix="policy-grpo-") as work:   # TRL wants an output_dir; nothing is kept
+        cb = monitor_callback(rollouts, out_dir / "train_log.csv", result.rows)
+        trainer = make_trainer(model, tok, rows, reward_funcs, params, Path(work), seed, use_cpu, [cb])
+        trainer.remove_callback(PrinterCallback)   # the Monitor logs one readable line per step instead
+        trainer.train()
+        trainer.model.save_pretrained(result.adapter_dir)
+        result.steps = trainer.state.global_step
+    result.seconds = time.perf_counter() - t0
+    result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return result

@@ -1,0 +1,195 @@
+"""Stage 03 without training: the RL data, reward routing by domain, the anchor logic, the format
+penalty, the hard-prompt filter, the monitors and the win-rate bookkeeping (fake reward models)."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from echo_lib.llm import Sampling
+from echo_lib.policy.data import (RLPrompt, chitchat_prompts, empathy_prompts, exchanges, mix, policy_chat,
+                                  turns_as_messages)
+from echo_lib.policy.hard_filter import hard_filter
+from echo_lib.policy.monitors import (format_violation, group_repetition, is_advice_list, is_ornate,
+                                     reply_monitors)
+from echo_lib.policy.rewards import RolloutLog, step_stats, variant_rewards
+from echo_lib.policy.winrate import judge_independent, judge_with_rm, summarise
+from echo_lib.rewards.reward_fn import RewardModelFn
+
+
+class ScriptedRM:
+    """A reward-model LLM whose output is a function of the judged reply (the text after the last 'reply: ')."""
+
+    def __init__(self, kind, verdict_of):
+        self.kind, self.verdict_of, self.seen = kind, verdict_of, []
+
+    def generate(self, chats, sampling):
+        out = []
+        for chat in chats:
+            user = chat[-1]["content"]
+            self.seen.append(user)
+            reply = user.rsplit(": ", 1)[-1]     # every RM prompt ends with the judged reply after ": "
+            verdict = self.verdict_of(reply)
+            tag = "score" if self.kind == "scalar" else "answer"
+            out.append(SimpleNamespace(text=verdict if verdict.startswith("<") else
+                                       f"<think>ok</think>\n<{tag}>{verdict}</{tag}>"))
+        return out
+
+
+def rm(kind, verdict_of):
+    return RewardModelFn(ScriptedRM(kind, verdict_of), kind)
+
+
+EMP = RLPrompt("e1", "empathy", [{"role": "user", "content": "I failed my exam."}], "That sounds hard.")
+CHAT = RLPrompt("c1", "chitchat", turns_as_messages(["hi", "hey you", "what's up"]))
+
+
+def columns(prompts, replies):
+    return dict(prompts=[None] * len(replies), completions=[[{"role": "assistant", "content": r}] for r in replies],
+                domain=[p.domain for p in prompts], context=[json.dumps(p.context) for p in prompts],
+                prompt_id=[p.id for p in prompts], reference=[p.reference for p in prompts])
+
+
+def test_rewards_are_routed_by_domain():
+    emp_rm, hl_rm = rm("empathy", lambda r: "better"), rm("humanlike", lambda r: "human")
+    log = RolloutLog()
+    emp, chat, fmt = variant_rewards("echo", {"empathy": emp_rm, "humanlike": hl_rm}, 1.0, log)
+    cols = columns([EMP, CHAT, EMP], ["a", "b", "c"])
+    assert emp(**cols) == [1.0, None, 1.0]
+    assert chat(**cols) == [None, 1.0, None]
+    assert fmt(**cols) == [0.0, 0.0, 0.0]
+    # each reward model saw only its own domain's rows, and the empathy RM saw the anchor
+    assert len(emp_rm.llm.seen) == 2 and all("Reference reply: That sounds hard." in s for s in emp_rm.llm.seen)
+    assert len(hl_rm.llm.seen) == 1 and "what's up" in hl_rm.llm.seen[0]
+    items, formats = log.take()
+    assert [(j.domain, j.kind, j.verdict) for j in items] == [("empathy", "empathy", "better")] * 2 + [
+        ("chitchat", "humanlike", "human")]
+    assert formats == [False] * 3 and log.take() == ([], [])
+
+
+def test_anchor_logic_better_tie_worse():
+    verdicts = {"good": "better", "same": "tie", "bad": "worse", "garbled": "<answer>maybe"}
+    emp_rm = rm("empathy", lambda r: verdicts[r])
+    emp = variant_rewards("echo", {"empathy": emp_rm, "humanlike": rm("humanlike", lambda r: "machine")}, 0)[0]
+    assert emp(**columns([EMP] * 4, ["good", "same", "bad", "garbled"])) == [1.0, 0.0, -1.0, 0.0]
+    assert emp_rm.last_answers == ["better", "tie", "worse", None]
+
+
+def test_scalar_variant_scores_every_domain_without_anchor():
+    sc = rm("scalar", lambda r: {"x": "10", "y": "1"}[r])
+    funcs = variant_rewards("scalar", {"scalar": sc}, 0.5)
+    cols = columns([EMP, CHAT], ["x", "y"])
+    out = [f(**cols) for f in funcs]
+    assert out[0] == [1.0, None] and out[1] == [None, 0.0] and out[2] == [0.0, 0.0]
+    assert not any("Reference reply" in s for s in sc.llm.seen)
+    with pytest.raises(ValueError, match="needs the 'humanlike' reward model"):
+        variant_rewards("echo", {"empathy": sc}, 0)
+
+
+def test_format_penalty_and_monitors():
+    assert format_violation("User: hi") and format_violation("ok <think>hm</think> fine")
+    assert not format_violation("That sounds hard. What happened?")
+    fmt = variant_rewards("scalar", {"scalar": rm("scalar", lambda r: "5")}, 2.0)[-1]
+    assert fmt(completions=["Assistant: hello", "hello"]) == [-2.0, 0.0]
+    assert is_ornate("*hugs you tightly* I am here") and is_ornate("Like a storm, your soul aches")
+    assert not is_ornate("That sounds exhausting. Want to tell me more?")
+    assert is_advice_list("- sleep more\n- eat well") and is_advice_list("You should rest and try to eat.")
+    assert not is_advice_list("I am sorry, that is hard.")
+    assert group_repetition(["i hear you, that is hard"] * 3) == 1.0
+    assert group_repetition(["one two three", "four five six"]) == 0.0
+    m = reply_monitors(["a b c", "a b c", "x y"], ["g1", "g1", "g2"])
+    assert m["repetition"] == 1.0 and m["reply_words"] == pytest.approx(8 / 3)
+
+
+def test_step_stats_per_domain():
+    log = RolloutLog()
+    emp, chat = variant_rewards("echo", {"empathy": rm("empathy", lambda r: {"a": "better", "b": "tie"}[r]),
+                                         "humanlike": rm("humanlike", lambda r: "machine")}, 0, log)
+    cols = columns([EMP, EMP, CHAT], ["a", "b", "c"])
+    emp(**cols), chat(**cols)
+    s = step_stats(log.take()[0])
+    assert s["reward_empathy"] == 0.5 and s["reward_chitchat"] == 0.0
+    assert s["win_rate"] == 0.5 and s["tie_rate"] == 0.5 and s["humanlike_rate"] == 0.0 and s["unparsed_rate"] == 0
+
+
+def test_data_reads_stage_01_files(tmp_path):
+    emp = tmp_path / "emp.jsonl"
+    ctx = [{"role": "user", "content": "I lost my job."}]
+    emp.write_text("\n".join(json.dumps({"scenario_id": "s1", "context": ctx, "reference": f"ref{i}",
+                                         "candidate": f"c{i}"}) for i in range(3)))
+    prompts = empathy_prompts(emp)
+    assert len(prompts) == 1 and prompts[0].reference == "ref0" and prompts[0].domain == "empathy"
+    hl = tmp_path / "hl.jsonl"
+    hl.write_text("\n".join(json.dumps(r) for r in [
+        {"dialogue_id": "d1", "context": ["hi", "hey", "how are you"], "reply": "good", "label": "human"},
+        {"dialogue_id": "d1", "context": ["hi", "hey", "how are you"], "reply": "x", "label": "machine"}]))
+    chats = chitchat_prompts(hl)
+    assert len(chats) == 1 and [m["role"] for m in chats[0].context] == ["user", "assistant", "user"]
+    emp.write_text(json.dumps({"scenario_id": "s1", "context": ctx}))
+    with pytest.raises(ValueError, match=r"emp.jsonl line 1: field 'reference'"):
+        empathy_prompts(emp)
+    with pytest.raises(FileNotFoundError, match="stage 01"):
+        empathy_prompts(tmp_path / "missing.jsonl")
+
+
+def test_policy_prompt_is_the_sandbox_prompt_and_trims_old_turns():
+    ctx = turns_as_messages(["t1", "t2", "t3", "t4", "t5"])      # user, assistant, user, assistant, user
+    past, pending = exchanges(ctx)
+    assert [(e.user, e.reply) for e in past] == [("t1", "t2"), ("t3", "t4")] and pending == "t5"
+    chat = policy_chat(ctx, "SYS")
+    assert chat[0] == {"role": "system", "content": "SYS"} and "t1" in chat[-1]["content"]
+    trimmed = policy_chat(ctx, "SYS", max_tokens=1, count=lambda c: len(c[-1]["content"]))
+    assert "t1" not in trimmed[-1]["content"] and "t5" in trimmed[-1]["content"]
+    # a history that opens with the companion's turn loses that orphan turn
+    assert exchanges(turns_as_messages(["a", "b", "c", "d"]))[0][0].user == "b"
+
+
+def test_mix_follows_the_share_and_the_seed():
+    emp = [RLPrompt(f"e{i}", "empathy", []) for i in range(20)]
+    chat = [RLPrompt(f"c{i}", "chitchat", []) for i in range(20)]
+    a = mix(emp, chat, 0.6, 10, seed=1)
+    assert sum(p.domain == "empathy" for p in a) == 6 and len(a) == 10
+    assert [p.id for p in a] == [p.id for p in mix(emp, chat, 0.6, 10, seed=1)]
+    assert [p.id for p in a] != [p.id for p in mix(emp, chat, 0.6, 10, seed=2)]
+    assert len(mix(emp[:2], chat, 0.6, 10, seed=0)) == 6     # a short domain gives what it has
+
+
+class ReplyLLM:
+    """A policy whose k-th sample for a prompt is a scripted reply (by the seed)."""
+
+    def __init__(self, replies):
+        self.replies = replies
+
+    def generate(self, chats, samplings):
+        return [SimpleNamespace(text=self.replies[chat[-1]["content"]][s.seed])
+                for chat, s in zip(chats, samplings)]
+
+
+def test_hard_filter_drops_all_win_and_all_lose_groups():
+    prompts = [RLPrompt(f"p{i}", "empathy", [{"role": "user", "content": f"m{i}"}], "ref") for i in range(3)]
+    chats = [[{"role": "user", "content": f"m{i}"}] for i in range(3)]
+    policy = ReplyLLM({"m0": ["good", "good"], "m1": ["bad", "bad"], "m2": ["good", "bad"]})
+    funcs = variant_rewards("echo", {"empathy": rm("empathy", lambda r: "better" if r == "good" else "worse"),
+                                     "humanlike": rm("humanlike", lambda r: "human")}, 0)
+    kept, report = hard_filter(prompts, chats, policy, funcs, 2, Sampling(seed=0))
+    assert [p.id for p in kept] == ["p2"]
+    assert report.all_win == ["p0"] and report.all_lose == ["p1"] and report.rewards["p2"] == [1.0, -1.0]
+
+
+def test_winrate_counts_both_orders():
+    ctx = [[{"role": "user", "content": "I failed."}]] * 2
+    # the RM prefers the reply "v": the variant wins both orders on p1; on p2 both replies are "b": ties
+    emp_rm = rm("empathy", lambda r: "better" if r.startswith("v") else "tie")
+    js = judge_with_rm(emp_rm, ["p1", "p2"], ctx, ["v", "b"], ["b", "b"])
+    assert [(j.prompt_id, j.order, j.score) for j in js] == [
+        ("p1", "variant_first", 1.0), ("p1", "base_first", 0.5), ("p2", "variant_first", 0.5),
+        ("p2", "base_first", 0.5)]
+
+    class AlwaysA:                       # a judge with pure position bias
+        def choose(self, chats, options):
+            return [SimpleNamespace(probs={"A": 0.9, "B": 0.1}) for _ in chats]
+    ind = judge_independent(AlwaysA(), ["p1"], ctx[:1], ["v"], ["b"])
+    assert [j.score for j in ind] == [1.0, 0.0]          # position bias cancels out to 0.5
+    s = summarise("echo", "independent", "base", ind, seed=0, resamples=50)
+    assert s["win_rate"] == 0.5 and s["wins"] == 1 and s["losses"] == 1 and s["n"] == 2
