@@ -193,3 +193,31 @@ def test_winrate_counts_both_orders():
     assert [j.score for j in ind] == [1.0, 0.0]          # position bias cancels out to 0.5
     s = summarise("echo", "independent", "base", ind, seed=0, resamples=50)
     assert s["win_rate"] == 0.5 and s["wins"] == 1 and s["losses"] == 1 and s["n"] == 2
+
+
+def test_each_variant_is_a_model_the_sandbox_can_test():
+    from echo_lib.config import ConfigError, load_config
+    cfg = load_config(policy={"variants": ["echo", "scalar"]}, sandbox={"models": ["base", "echo", "scalar"]})
+    echo = cfg.models["echo"]
+    assert echo.adapter == f"{cfg.results_dir}/{cfg.run_name}/policy/echo/adapter"
+    assert (echo.backend, echo.id) == (cfg.models["base"].backend, cfg.models["base"].id)
+    assert load_config(cfg.raw).hash == cfg.hash                 # validating again changes nothing
+    with pytest.raises(ConfigError, match="'models.echo' names a model, but 'echo' is reserved"):
+        load_config(models={"base": cfg.raw["models"]["base"], "echo": {"backend": "hf", "source": "local",
+                                                                        "id": "/x"}})
+    with pytest.raises(ConfigError, match=r"sandbox.models\[1\]' has value 'scalar'"):
+        load_config(policy={"variants": ["echo"]}, sandbox={"models": ["base", "scalar"]})
+
+
+def test_accelerate_launcher_needs_its_config(tmp_path):
+    from echo_lib.config import load_config
+    from echo_lib.policy.launch import command
+    cfg = load_config(policy={"launcher": "accelerate"})
+    with pytest.raises(ValueError, match="policy.accelerate_config is null"):
+        command(cfg, "echo", tmp_path / "c.json")
+    acc = tmp_path / "zero3.yaml"
+    acc.write_text("distributed_type: DEEPSPEED\n")
+    cfg = load_config(policy={"launcher": "accelerate", "accelerate_config": str(acc)})
+    cmd = command(cfg, "scalar", tmp_path / "c.json")
+    assert cmd[:4] == ["accelerate", "launch", "--config_file", str(acc)]
+    assert cmd[4:] == ["-m", "echo_lib.policy.launch", "--config", str(tmp_path / "c.json"), "--variant", "scalar"]

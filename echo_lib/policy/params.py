@@ -35,6 +35,8 @@ class PolicyGRPO:
     epsilon: float = 0.2            # PPO clip (lower)
     epsilon_high: float = 0.28      # PPO clip (upper, DAPO-style)
     format_penalty: float = 1.0     # subtracted when a reply has a role prefix or a think tag (0 = off)
+    use_vllm: bool = False          # rollouts with vLLM (GPU scale; TRL's vllm_mode below)
+    vllm_mode: str = "colocate"     # colocate: vLLM inside the training processes; server: `trl vllm-serve`
 
 
 @dataclass(frozen=True)
@@ -64,3 +66,5 @@ class PolicyParams:
     grpo: PolicyGRPO = field(default_factory=PolicyGRPO)
     hard_filter: HardFilter = field(default_factory=HardFilter)
     winrate: WinRate = field(default_factory=WinRate)
+    launcher: str = "inprocess"     # inprocess: train inside the notebook; accelerate: `accelerate launch` it
+    accelerate_config: str | None = None   # launcher accelerate: the accelerate config file (DeepSpeed ZeRO-3)

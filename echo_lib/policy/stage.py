@@ -146,6 +146,21 @@ def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
 
 
 def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
+    """GRPO of the variant, in this process or, with policy.launcher accelerate, under `accelerate launch`."""
+    if cfg.policy.launcher == "inprocess":
+        return train_here(cfg, variant, prompts)
+    import time
+
+    from echo_lib.policy.launch import run_accelerate
+    from echo_lib.policy.train import read_log
+    paths = policy_paths(cfg, variant)
+    t0 = time.perf_counter()
+    run_accelerate(cfg, variant, paths.dir)
+    rows = read_log(paths.train_log)
+    return PolicyTrainResult(str(paths.adapter), rows, time.perf_counter() - t0, len(rows))
+
+
+def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     from echo_lib.model_setup import weights_path
     spec = cfg.models[cfg.roles.policy]
     rollouts = RolloutLog()

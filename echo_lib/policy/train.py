@@ -55,7 +55,8 @@ def grpo_rows(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]]) -> list[
 def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
     from trl import GRPOConfig
     g = params.grpo
-    return GRPOConfig(output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
+    vllm = dict(use_vllm=True, vllm_mode=g.vllm_mode) if g.use_vllm else {}
+    return GRPOConfig(**vllm,output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       num_generations=g.num_generations, max_completion_length=g.max_completion_length,
                       temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
@@ -82,6 +83,8 @@ def monitor_callback(rollouts: RolloutLog, log_path: Path, rows: list[dict]):
             if "train_runtime" in logs:        # the end-of-training summary, not a step
                 return
             items, formats = rollouts.take()
+            if not state.is_world_process_zero:   # under accelerate, one process writes the log
+                return
             row = {"step": state.global_step, **{k: logs.get(v) for k, v in TRL_KEYS.items()}}
             row |= step_stats(items)
             row |= reply_monitors([j.reply for j in items], [j.group for j in items])
@@ -108,6 +111,12 @@ def write_log(rows: list[dict], path: Path) -> None:
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)
+
+
+def read_log(path: Path) -> list[dict]:
+    """train_log.csv back as rows of numbers (empty cells as None)."""
+    with open(path, newline="") as fh:
+        return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in csv.DictReader(fh)]
 
 
 def load_policy(base: str | Path, dtype: str = "float32", load_in_4bit: bool = False):
