@@ -65,7 +65,10 @@ print("reward model per domain:", ROUTES[variant])
 # Prompts are drawn from the train splits of stage 01 with the configured domain mix. The best-of-N
 # filter then samples a few replies per prompt from the initial policy and asks the (echo) reward
 # models about each; a prompt whose replies all win or all lose gives GRPO nothing to compare, so it
-# is dropped. The data is built once and shared by both variants.
+# is dropped. A reward-model output that does not parse earns the neutral reward 0, which for the
+# Humanlike verdict is the same as "machine": with a weak tiny judge, chit-chat prompts can be dropped
+# as all-lose for that reason (filter.json lists every group's rewards). The data is built once and
+# shared by both variants.
 
 # %%
 prompts, heldout, data_report = stage.rl_data(cfg)

@@ -221,3 +221,33 @@ def test_accelerate_launcher_needs_its_config(tmp_path):
     cmd = command(cfg, "scalar", tmp_path / "c.json")
     assert cmd[:4] == ["accelerate", "launch", "--config_file", str(acc)]
     assert cmd[4:] == ["-m", "echo_lib.policy.launch", "--config", str(tmp_path / "c.json"), "--variant", "scalar"]
+
+
+def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, monkeypatch):
+    from echo_lib.config import load_config
+    from echo_lib.policy import stage
+    run = tmp_path / "t"
+    for kind, split in (("empathy", "train"), ("empathy", "test"), ("humanlike", "train")):
+        f = run / "data" / kind / f"{split}.jsonl"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "empathy":
+            rows = [{"scenario_id": f"s{i}", "context": [{"role": "user", "content": f"m{i}"}], "reference": "r"}
+                    for i in range(5)]
+        else:
+            rows = [{"dialogue_id": f"d{i}", "context": ["hi", f"q{i}"], "reply": "x", "label": "human"}
+                    for i in range(5)]
+        f.write_text("\n".join(json.dumps(r) for r in rows))
+    cfg = load_config(results_dir=str(tmp_path), run_name="t",
+                      policy={"max_prompts": 5, "hard_filter": {"enabled": False}, "winrate": {"max_prompts": 2}})
+    train, heldout, report = stage.rl_data(cfg)
+    assert report["kept"] == {"empathy": 3, "chitchat": 2} and len(heldout) == 2
+    assert (run / "policy" / "data" / "train.jsonl").exists()
+
+    def fail(*_):
+        raise AssertionError("rebuilt although nothing changed")
+    monkeypatch.setattr(stage, "empathy_prompts", fail)
+    again, _, _ = stage.rl_data(cfg)
+    assert [p.id for p in again] == [p.id for p in train]
+    monkeypatch.undo()
+    cfg2 = load_config(cfg.raw | {"policy": {**cfg.raw["policy"], "max_prompts": 4}})
+    assert len(stage.rl_data(cfg2)[0]) == 4

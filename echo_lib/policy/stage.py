@@ -97,7 +97,20 @@ def data_settings(cfg) -> dict:
             "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
             "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
             "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
-            "data_files": {str(f): f.stat().st_mtime_ns for f in source_files(cfg)}}
+            "inputs": input_fingerprints(cfg)}
+
+
+def input_fingerprints(cfg) -> dict[str, str | None]:
+    """Content hashes of the stage 01 files and the echo reward models the data is built from."""
+    import hashlib
+
+    from echo_lib.llm.hf import fingerprint
+    from echo_lib.rewards.stage import rm_paths
+    out = {str(f): hashlib.sha256(f.read_bytes()).hexdigest()[:16] if f.exists() else None
+           for f in source_files(cfg)}
+    if cfg.policy.hard_filter.enabled:
+        out |= {f"rm/{k}": fingerprint(rm_paths(cfg, k).adapter) for k in needed_kinds("echo")}
+    return out
 
 
 def source_files(cfg) -> list[Path]:
