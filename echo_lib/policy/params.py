@@ -27,6 +27,7 @@ class PolicyGRPO:
     learning_rate: float = 5e-5     # paper: 1e-6 (full fine-tuning); LoRA on a 135M model needs more
     num_generations: int = 4        # the group per prompt (paper: 8)
     prompts_per_step: int = 2       # per-device batch = prompts_per_step * num_generations completions
+    gradient_accumulation_steps: int = 1   # prompts per optimizer step = prompts_per_step x this x devices
     max_prompt_length: int = 384    # tokens; longer histories lose their oldest turns
     max_completion_length: int = 48 # paper: 1,024
     temperature: float = 1.0

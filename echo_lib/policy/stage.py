@@ -182,7 +182,8 @@ def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
     return train_policy(weights_path(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
                         seed=cfg.seed, use_cpu=spec.device == "cpu", dtype=spec.dtype,
-                        load_in_4bit=spec.load_in_4bit)
+                        load_in_4bit=spec.load_in_4bit,
+                        device=spec.device if cfg.policy.launcher == "inprocess" else "cpu")
 
 
 def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict]]:

@@ -58,7 +58,7 @@ def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
     vllm = dict(use_vllm=True, vllm_mode=g.vllm_mode) if g.use_vllm else {}
     return GRPOConfig(**vllm,output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
-                      num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+                      gradient_accumulation_steps=g.gradient_accumulation_steps, num_generations=g.num_generations, max_completion_length=g.max_completion_length,
                       temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
                       epsilon_high=g.epsilon_high, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
                       data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
@@ -119,14 +119,18 @@ def read_log(path: Path) -> list[dict]:
         return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in csv.DictReader(fh)]
 
 
-def load_policy(base: str | Path, dtype: str = "float32", load_in_4bit: bool = False):
-    """The policy base and tokenizer; 4-bit NF4 (QLoRA) on a GPU when the model spec asks for it."""
+def load_policy(base: str | Path, dtype: str = "float32", load_in_4bit: bool = False, device: str = "cpu"):
+    """The policy base and tokenizer; 4-bit NF4 (QLoRA) on a GPU when the model spec asks for it.
+    device auto spreads the layers over the node's GPUs (one process); under accelerate, leave it to
+    accelerate (device cpu here means: no device_map)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     tok = AutoTokenizer.from_pretrained(str(base))
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     kwargs = {"dtype": getattr(torch, dtype)}
+    if device != "cpu":
+        kwargs["device_map"] = device
     if load_in_4bit:
         from peft import prepare_model_for_kbit_training
         from transformers import BitsAndBytesConfig
@@ -153,7 +157,7 @@ def make_trainer(model, tok, rows: list[dict], reward_funcs: list, params: Polic
 
 def train_policy(base: str | Path, rows: list[dict], reward_funcs: list, rollouts: RolloutLog,
                  params: PolicyParams, out_dir: str | Path, seed: int = 0, use_cpu: bool = True,
-                 dtype: str = "float32", load_in_4bit: bool = False) -> PolicyTrainResult:
+                 dtype: str = "float32", load_in_4bit: bool = False, device: str = "cpu") -> PolicyTrainResult:
     """GRPO on `rows` (grpo_rows); writes out_dir/adapter/ and out_dir/train_log.csv."""
     import tempfile
 
@@ -161,7 +165,7 @@ def train_policy(base: str | Path, rows: list[dict], reward_funcs: list, rollout
     out_dir = Path(out_dir)
     result = PolicyTrainResult(adapter_dir=str(out_dir / "adapter"))
     t0 = time.perf_counter()
-    model, tok = load_policy(base, dtype, load_in_4bit)
+    model, tok = load_policy(base, dtype, load_in_4bit, device)
     with tempfile.TemporaryDirectory(prefix="policy-grpo-") as work:   # TRL wants an output_dir; nothing is kept
         cb = monitor_callback(rollouts, out_dir / "train_log.csv", result.rows)
         trainer = make_trainer(model, tok, rows, reward_funcs, params, Path(work), seed, use_cpu, [cb])
