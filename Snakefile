@@ -50,6 +50,7 @@ rule all:
         expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
         expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
         f"{RUN}/epm/summary.csv",
+        f"{RUN}/nee/summary.csv",
         [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
 
 
@@ -215,3 +216,36 @@ rule epm:
     run:
         run_notebook(input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
+
+
+rule nee:
+    """Stage 06: the NEE judge panel (blinded, order-randomised Likert ratings of every sandbox transcript,
+    pairwise A/B against nee.reference_model in both orders, Krippendorff's alpha, NEE 0-100, composite)."""
+    input:
+        py="notebooks/06_nee_panel.py",
+        summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
+        epm=f"{RUN}/epm/summary.csv",
+    output:
+        ratings=f"{RUN}/nee/ratings.csv",
+        summary=f"{RUN}/nee/summary.csv",
+        stats=f"{RUN}/nee/panel_stats.csv",
+        dimensions=f"{RUN}/nee/dimensions.csv",
+        pairwise=f"{RUN}/nee/pairwise.csv",
+        agreement=f"{RUN}/nee/agreement.json",
+        order=f"{RUN}/nee/order.json",
+        nb=f"{NB}/06_nee_panel.ipynb",
+    params:
+        nee=config["nee"],
+        roles=config["roles"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/06_nee_panel.log",
+    threads: res("nee")["threads"]
+    resources:
+        mem_mb=res("nee")["mem_mb"],
+        runtime=res("nee")["runtime"],
+        gpu=res("nee")["gpu"],
+        gpu_model=res("nee")["gpu_model"],
+        cpus_per_task=res("nee")["threads"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "out_dir": os.path.dirname(output.summary)}, log=log[0])

@@ -57,6 +57,11 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> Path:
     return _write_atomic(Path(path), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
+def write_text(path: str | Path, text: str) -> Path:
+    """Any text file (e.g. a CSV from DataFrame.to_csv()), written atomically."""
+    return _write_atomic(Path(path), text)
+
+
 def _write_atomic(path: Path, text: str) -> Path:
     # UTF-8 whatever the locale: EMPA's cases are Chinese, and ensure_ascii=False keeps them readable.
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,12 @@ does not import echo_lib.config.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+# Names a transcript may use for a model, its vendor or the companion persona: masked before any judge
+# reads it (on top of every configured model name and id).
+BLIND_TERMS = ["Qiming", "SmolLM", "Qwen", "ChatGPT", "GPT", "OpenAI", "Claude", "Anthropic", "Gemini",
+               "Doubao", "DeepSeek", "Llama", "Mistral", "Echo-N1"]
 
 
 @dataclass(frozen=True)
@@ -16,3 +21,8 @@ class NEEParams:
     pairwise: bool = True           # A/B against the reference, judged in both orders
     bootstrap: int = 1000           # resamples for the confidence intervals
     composite_weight: float = 0.5   # Composite = w * min(EPM-Q, 100) + (1 - w) * NEE (this package's choice)
+    mode: str = "auto"              # auto: choose (log-probs), JSON mode where a server gives no log-probs
+    retries: int = 2                # JSON mode: asks again (new seed) after an unusable answer
+    temperature: float = 0.7        # JSON mode sampling; judge j draws with seed + j
+    json_max_new_tokens: int = 64   # JSON mode: the answer is one small object
+    blind_terms: list[str] = field(default_factory=lambda: list(BLIND_TERMS))
