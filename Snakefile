@@ -31,6 +31,7 @@ LOGS = f"{RUN}/logs"
 
 
 RM_KINDS = ["humanlike", "empathy", "scalar"]  # scalar: the 1-10, no-anchor variant for the RL ablation
+VARIANTS = config["policy"]["variants"]        # each trained policy is also a model the sandbox can test
 PUBLISHED = config["published"]["empa_results"]
 if PUBLISHED and not os.path.isdir(PUBLISHED):
     print(f"note: published.empa_results = {PUBLISHED} is not a folder here; the published comparison "
@@ -39,7 +40,9 @@ if PUBLISHED and not os.path.isdir(PUBLISHED):
 
 
 def res(stage):
-    """threads/resources of a stage from the config (`resources.<stage>`, else `resources.default`)."""
+    """threads/resources of a stage from the config (`resources.<stage>`, else `resources.default`).
+    The SLURM executor reads gpu, gpu_model (null: any model; Snakemake drops a None resource) and
+    cpus_per_task (= threads) of every rule."""
     return config["resources"].get(stage, config["resources"]["default"])
 
 
@@ -48,9 +51,11 @@ rule all:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
         expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
+        expand(f"{RUN}/policy/{{variant}}/metrics.json", variant=VARIANTS),
         expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
         f"{RUN}/epm/summary.csv",
         f"{RUN}/nee/summary.csv",
+        lambda wildcards: paper_targets(),   # stage 07 (rule paper, at the end)
         [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
 
 
@@ -63,7 +68,8 @@ rule models:
         reply=f"{RUN}/models/smoke_chat.md",
         nb=f"{NB}/00_models.ipynb",
     params:
-        models=config["models"],
+        # the RL variants are the policy base + an adapter of stage 03: nothing for stage 00 to prepare
+        models={name: spec for name, spec in config["models"].items() if name not in VARIANTS},
         embedded=config["embedded"],
         smoke_chat=config["smoke_chat"],
     log:
@@ -73,6 +79,8 @@ rule models:
         mem_mb=res("models")["mem_mb"],
         runtime=res("models")["runtime"],
         gpu=res("models")["gpu"],
+        gpu_model=res("models")["gpu_model"],
+        cpus_per_task=res("models")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest, "reply_path": output.reply}, log=log[0])
 
@@ -100,6 +108,8 @@ rule data:
         mem_mb=res("data")["mem_mb"],
         runtime=res("data")["runtime"],
         gpu=res("data")["gpu"],
+        gpu_model=res("data")["gpu_model"],
+        cpus_per_task=res("data")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config}, log=log[0])
 
@@ -123,6 +133,8 @@ rule epm_published:
         mem_mb=res("epm")["mem_mb"],
         runtime=res("epm")["runtime"],
         gpu=res("epm")["gpu"],
+        gpu_model=res("epm")["gpu_model"],
+        cpus_per_task=res("epm")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "result_dirs": [PUBLISHED],
                                            "out_dir": os.path.dirname(output.summary),
@@ -161,8 +173,51 @@ rule reward_model:
         mem_mb=res("reward_models")["mem_mb"],
         runtime=res("reward_models")["runtime"],
         gpu=res("reward_models")["gpu"],
+        gpu_model=res("reward_models")["gpu_model"],
+        cpus_per_task=res("reward_models")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "kind": wildcards.kind}, log=log[0])
+
+
+rule policy:
+    """Stage 03: GRPO of the policy against the routed generative rewards (echo) or the scalar one (the
+    ablation), on the same hard-filtered prompts; then its win rate against the base on held-out prompts.
+    The shared RL data (policy/data/) is built by the first variant and reused while its settings hold."""
+    input:
+        py="notebooks/03_policy_rl.py",
+        manifest=f"{RUN}/models/manifest.json",
+        data=[f"{RUN}/data/empathy/train.jsonl", f"{RUN}/data/empathy/test.jsonl", f"{RUN}/data/humanlike/train.jsonl"],
+        # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
+        rms=[f"{RUN}/rm/{k}/adapter" for k in ("empathy", "humanlike", "scalar")],
+    output:
+        metrics=f"{RUN}/policy/{{variant}}/metrics.json",
+        train_log=f"{RUN}/policy/{{variant}}/train_log.csv",
+        winrate=f"{RUN}/policy/{{variant}}/winrate.csv",
+        figure=f"{RUN}/policy/{{variant}}/training.png",
+        adapter=directory(f"{RUN}/policy/{{variant}}/adapter"),
+        nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
+    wildcard_constraints:
+        variant="|".join(VARIANTS) or "echo",
+    params:
+        policy=config["policy"],
+        roles=config["roles"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/03_policy_rl_{{variant}}.log",
+    threads: res("policy")["threads"]
+    resources:
+        mem_mb=res("policy")["mem_mb"],
+        runtime=res("policy")["runtime"],
+        gpu=res("policy")["gpu"],
+        gpu_model=res("policy")["gpu_model"],
+        cpus_per_task=res("policy")["threads"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "variant": wildcards.variant}, log=log[0])
+
+
+def tested_adapter(wildcards):
+    """A trained policy variant is tested once stage 03 has written its adapter."""
+    return [f"{RUN}/policy/{wildcards.model}/adapter"] if wildcards.model in VARIANTS else []
 
 
 rule sandbox:
@@ -174,6 +229,7 @@ rule sandbox:
         py="notebooks/04_sandbox.py",
         manifest=f"{RUN}/models/manifest.json",
         scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
+        adapter=tested_adapter,
     output:
         summary=f"{RUN}/sandbox/{{model}}/summary.json",
         nb=f"{NB}/04_sandbox_{{model}}.ipynb",
@@ -191,6 +247,8 @@ rule sandbox:
         mem_mb=res("sandbox")["mem_mb"],
         runtime=res("sandbox")["runtime"],
         gpu=res("sandbox")["gpu"],
+        gpu_model=res("sandbox")["gpu_model"],
+        cpus_per_task=res("sandbox")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "model": wildcards.model}, log=log[0])
 
@@ -213,6 +271,8 @@ rule epm:
         mem_mb=res("epm")["mem_mb"],
         runtime=res("epm")["runtime"],
         gpu=res("epm")["gpu"],
+        gpu_model=res("epm")["gpu_model"],
+        cpus_per_task=res("epm")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
@@ -249,3 +309,67 @@ rule nee:
         cpus_per_task=res("nee")["threads"],
     run:
         run_notebook(input.py, output.nb, {"config": config, "out_dir": os.path.dirname(output.summary)}, log=log[0])
+
+
+# ---- Stage 07: the paper -------------------------------------------------------------------------
+from echo_lib.report.params import PaperParams, paper_dir, paper_outputs
+
+PAPER_DIR = paper_dir(PaperParams(**config["paper"]), config["results_dir"], config["run_name"])
+PAPER = paper_outputs(PAPER_DIR)
+PAPER_INPUTS = {   # every stage output the paper reads (the notebook fails on any that is missing)
+    "epm": [f"{RUN}/epm/summary.csv", f"{RUN}/epm/per_case.csv"],
+    "nee": [f"{RUN}/nee/summary.csv", f"{RUN}/nee/agreement.json"],
+    "rm": expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
+    "policy": expand(f"{RUN}/policy/{{variant}}/{{f}}", variant=config["policy"]["variants"],
+                     f=["train_log.csv", "winrate.csv"]),
+}
+
+
+def paper_targets():
+    """The paper's outputs for `rule all`, once some rule produces every run file it reads. While a stage
+    it needs has no rule yet (03 policy or 06 NEE landing), say so and leave stage 07 out instead of
+    failing the whole DAG; after that, a missing artifact fails the build as it should."""
+    needed = [f for files in PAPER_INPUTS.values() for f in files]
+    unmade = [f for f in needed if not any(rule.is_producer(f) for rule in workflow.rules)]
+    if unmade:
+        if not getattr(paper_targets, "noted", False):
+            print("note: stage 07 (paper) is left out of `all`: no rule yet writes " + ", ".join(unmade),
+                  file=sys.stderr)
+            paper_targets.noted = True
+        return []
+    return [f for files in PAPER.values() for f in files]
+
+
+rule paper:
+    """Stage 07: the paper's tables (LaTeX + CSV), figures (PDF + PNG) and claims table from this run's
+    results; then main.pdf with latexmk when it is installed (not an output: a TeX toolchain is optional)."""
+    input:
+        py="notebooks/07_paper.py",
+        tex="paper/main.tex",
+        bib="paper/references.bib",
+        reported="data/reported_claims.yaml",
+        published=[f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],   # optional: EMPA's runs
+        **PAPER_INPUTS,
+    output:
+        tables=[report(p, category="Paper", subcategory="Tables") if p.endswith(".csv") else p
+                for p in PAPER["tables"]],
+        figures=[report(p, category="Paper", subcategory="Figures") if p.endswith(".png") else p
+                 for p in PAPER["figures"]],
+        claims=[report(p, category="Paper", subcategory="Claims") if p.endswith(".csv") else p
+                for p in PAPER["claims"]],
+        nb=f"{NB}/07_paper.ipynb",
+    params:
+        paper=config["paper"],
+    log:
+        f"{LOGS}/07_paper.log",
+    threads: res("paper")["threads"]
+    resources:
+        mem_mb=res("paper")["mem_mb"],
+        runtime=res("paper")["runtime"],
+        gpu=res("paper")["gpu"],
+        gpu_model=res("paper")["gpu_model"],
+        cpus_per_task=res("paper")["threads"],
+    run:
+        run_notebook(input.py, output.nb, {"config": config, "paper_dir": PAPER_DIR,
+                                           "published_summary": input.published[0] if input.published else ""},
+                     log=log[0])

@@ -72,8 +72,10 @@ def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=pr
 
 
 def prepare_models(cfg: RunConfig, dry_run: bool = False, log=print) -> dict[str, dict]:
-    """Resolve every model of the config; returns the manifest (name -> resolved record)."""
-    return {name: asdict(resolve_model(cfg, spec, dry_run, log)) for name, spec in cfg.models.items()}
+    """Resolve every model of the config; returns the manifest (name -> resolved record). The RL variants
+    (policy.variants: the policy base + an adapter stage 03 trains) are left to stage 03."""
+    return {name: asdict(resolve_model(cfg, spec, dry_run, log)) for name, spec in cfg.models.items()
+            if name not in cfg.policy.variants}
 
 
 def check_pins(cfg: RunConfig) -> None:
