@@ -23,6 +23,7 @@ from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
 from echo_lib.nee.params import NEEParams
 from echo_lib.policy.params import PolicyParams
+from echo_lib.report.params import PaperParams
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.sandbox.params import SandboxRunParams
 from echo_lib.synthesis.settings import DataConfig
@@ -125,6 +126,7 @@ class RunConfig:
     sandbox_run: SandboxRunParams
     policy: PolicyParams
     nee: NEEParams
+    paper: PaperParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
     @property

@@ -1,0 +1,68 @@
+"""The paper's tables, each built from one stage's result files (checked by echo_lib.report.inputs).
+
+Every function returns a DataFrame of what this run measured; nothing here knows a published number
+(those live only in the claims table, echo_lib.report.claims).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import pandas as pd
+
+from echo_lib.report.tables import format_cell
+
+
+def success_rate(summary: pd.DataFrame) -> pd.Series:
+    """Successes / cases in percent (a timeout counts as not successful, as in EMPA)."""
+    return 100.0 * summary["Success"] / summary["Cases"]
+
+
+def main_results(epm: pd.DataFrame, nee: pd.DataFrame) -> pd.DataFrame:
+    """One row per model under test: sandbox outcome, EPM-Q and its groups (stage 05), NEE and the
+    composite (stage 06). A model the NEE panel did not rate keeps empty NEE cells."""
+    nee = nee.rename(columns={"model": "Model"})
+    merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "composite"]], on="Model", how="left")
+    merged = merged.sort_values("EPM-Q", ascending=False)
+    ci = [f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]" if pd.notna(lo) and pd.notna(hi) else None
+          for lo, hi in zip(merged["nee_ci_low"], merged["nee_ci_high"])]
+    return pd.DataFrame({
+        "Model": merged["Model"], "Cases": merged["Cases"].astype(int),
+        "Success (%)": success_rate(merged).round(1),
+        "EPM-Q": merged["EPM-Q"], "Outcome": merged["Outcome"], "Efficiency": merged["Efficiency"],
+        "Stability": merged["Stability"], "NEE": merged["nee"], "NEE 95% CI": ci,
+        "Composite": merged["composite"]}).reset_index(drop=True)
+
+
+def rm_accuracy(metrics: Mapping[str, dict]) -> pd.DataFrame:
+    """Reward models, untrained base vs trained, on each kind's held-out test split (stage 02)."""
+    rows = []
+    for kind, record in metrics.items():
+        for model in ("base", "trained"):
+            m = record[model]
+            rows.append({"Reward model": kind, "Model": model, "n": m.get("n", record.get("n_test")),
+                         "Accuracy": m["accuracy"], "Majority baseline": m["majority_baseline"],
+                         "Parse failures": m["parse_failure_rate"], "Position bias": m.get("position_bias"),
+                         "Length bias": m.get("length_bias")})
+    return pd.DataFrame(rows)
+
+
+def winrates(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Pairwise win rate of each RL variant against the base policy (stage 03), per judge."""
+    rows = pd.concat(list(tables.values()), ignore_index=True) if tables else pd.DataFrame()
+    if rows.empty:
+        return pd.DataFrame(columns=["Variant", "Judge", "Judge model", "n", "Wins", "Ties", "Losses",
+                                     "Win rate", "95% CI"])
+    ci = [f"[{format_cell(lo)}, {format_cell(hi)}]" for lo, hi in zip(rows["ci_low"], rows["ci_high"])]
+    return pd.DataFrame({"Variant": rows["variant"], "Judge": rows["judge"], "Judge model": rows["judge_model"],
+                         "n": rows["n"], "Wins": rows["wins"], "Ties": rows["ties"], "Losses": rows["losses"],
+                         "Win rate": rows["win_rate"], "95% CI": ci})
+
+
+def empa_replay(published: pd.DataFrame) -> pd.DataFrame:
+    """EMPA's published sandbox runs replayed by this package's EPM engine (stage 05 on their files):
+    a check of the scoring code, not a measurement of any model by this run."""
+    table = published.sort_values("EPM-Q", ascending=False)
+    return pd.DataFrame({"Model": table["Model"], "Cases": table["Cases"].astype(int),
+                         "Success (%)": success_rate(table).round(1), "EPM-Q": table["EPM-Q"],
+                         "Outcome": table["Outcome"], "Efficiency": table["Efficiency"],
+                         "Stability": table["Stability"]}).reset_index(drop=True)

@@ -1,0 +1,100 @@
+"""Paper tables: a DataFrame -> a LaTeX `tabular` (booktabs) plus a CSV twin with the same cells.
+
+The .tex file holds only the tabular, so paper/main.tex gives the caption and `\\input`s it; the CSV
+twin carries full precision for anyone who wants the numbers rather than the typesetting.
+Missing values print as an en dash. Every cell is LaTeX-escaped: model names such as `qwen3_32b`
+or `50%` would otherwise break the build.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+# Order matters: the backslash first, so the escapes added later are not escaped again.
+_LATEX_SPECIAL = [("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                  ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
+                  ("^", r"\textasciicircum{}")]
+MISSING = "--"
+
+Formatter = Callable[[object], str]
+
+
+def escape_latex(text: str) -> str:
+    """Escape LaTeX's special characters so the text prints literally."""
+    out = []
+    for ch in str(text):
+        out.append(next((rep for special, rep in _LATEX_SPECIAL if ch == special), ch))
+    return "".join(out)
+
+
+def is_missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def format_cell(value: object, decimals: int = 2) -> str:
+    """Default cell text: integers as they are, other numbers to `decimals` places, missing as '--'."""
+    if is_missing(value):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.{decimals}f}"
+    return str(value)
+
+
+def to_latex(df: pd.DataFrame, formats: Mapping[str, Formatter] | None = None, decimals: int = 2,
+             column_format: str | None = None) -> str:
+    """A booktabs tabular of `df` (the index is not printed: make it a column if it matters).
+
+    `formats` maps a column to a function value -> text (escaped afterwards, like every cell);
+    by default text columns are left-aligned and numeric ones right-aligned."""
+    formats = dict(formats or {})
+    if column_format is None:
+        column_format = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+    width = len(re.findall(r"[lcrX]|[pmb]\{[^}]*\}", column_format))   # p{4cm} is one column
+    if width != len(df.columns):
+        raise ValueError(f"column_format {column_format!r} has {width} columns; the table has "
+                         f"{len(df.columns)} ({', '.join(map(str, df.columns))})")
+    def cell(column: str, value: object) -> str:
+        text = MISSING if is_missing(value) else formats[column](value) if column in formats \
+            else format_cell(value, decimals)
+        return escape_latex(text)
+    lines = [rf"\begin{{tabular}}{{{column_format}}}", r"\toprule",
+             " & ".join(escape_latex(str(c)) for c in df.columns) + r" \\", r"\midrule"]
+    for _, row in df.iterrows():
+        lines.append(" & ".join(cell(c, row[c]) for c in df.columns) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(df: pd.DataFrame, out_dir: str | Path, name: str, **latex_options) -> list[Path]:
+    """Write `name`.tex (booktabs tabular) and its twin `name`.csv (the same rows, full precision)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tex, csv = out_dir / f"{name}.tex", out_dir / f"{name}.csv"
+    tex.write_text(to_latex(df, **latex_options), encoding="utf-8")
+    df.to_csv(csv, index=False)
+    return [tex, csv]
+
+
+def write_macros(values: Mapping[str, object], out_dir: str | Path, name: str = "macros") -> list[Path]:
+    """Facts of the run as LaTeX macros (`\\newcommand{\\RunScale}{tiny}`) for main.tex's text, plus
+    a CSV twin (macro, value). Macro names must be letters only (LaTeX's rule)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    bad = [k for k in values if not k.isalpha()]
+    if bad:
+        raise ValueError(f"LaTeX macro names must be letters only: {', '.join(bad)}")
+    lines = ["% Written by stage 07 (notebooks/07_paper.py) from this run's results; do not edit."]
+    lines += [rf"\newcommand{{\{k}}}{{{escape_latex(format_cell(v))}}}" for k, v in values.items()]
+    tex, csv = out_dir / f"{name}.tex", out_dir / f"{name}.csv"
+    tex.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pd.DataFrame({"macro": list(values), "value": [format_cell(v) for v in values.values()]}).to_csv(csv, index=False)
+    return [tex, csv]

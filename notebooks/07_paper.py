@@ -1,0 +1,154 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 07 · The paper: tables, figures and claims from this run
+#
+# Every earlier stage leaves result files; this notebook turns them into what `paper/main.tex` inputs:
+#
+# * `tables/*.tex` (booktabs tabulars, each with a `.csv` twin): the main results per model (sandbox
+#   success, EPM-Q and its Outcome / Efficiency / Stability groups, NEE, the composite), the NEE
+#   dimensions, the reward models base vs trained, the RL win rates, EMPA's published runs replayed by
+#   this code, and `macros.tex` with the run's facts (scale, judges, ...) for the text;
+# * `figures/*.pdf` + `.png`: the EPM figures (redrawn from stage 05's tables), the reward models'
+#   accuracy and the RL curves of the echo reward vs the scalar ablation;
+# * `claims.md` / `claims.tex`: each number the Echo-N1 paper reports, in a column labelled
+#   **reported**, beside what this run measured for the model that stands for it, with both scales and
+#   judges named. The published numbers appear nowhere else.
+#
+# Nothing is filled in: a missing result file stops the notebook with its path and the stage that
+# writes it. At the tiny scale the numbers describe a 135M model judged by itself, not Echo-N1.
+
+# %% tags=["parameters"]
+config_path = "config/default.yaml"   # used when run by hand
+config = {}                            # Snakemake passes the validated run config here
+paper_dir = ""                         # empty: paper.dir of the config, else <run_dir>/paper
+published_summary = ""                 # stage 05 on EMPA published runs; empty: <run_dir>/epm_published/summary.csv if it exists
+
+# %%
+from echo_lib.notebook import start
+cfg = start(config or config_path)     # chdir to project root, validate config, seed
+
+# %%
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from echo_lib.provenance import provenance, write_json
+from echo_lib.report import claims as claims_mod
+from echo_lib.report import epm_figures, inputs, paper_tables, rl_figures
+from echo_lib.report.latex import build_pdf, copy_sources
+from echo_lib.report.params import paper_dir as default_paper_dir
+from echo_lib.report.tables import write_macros, write_table
+
+run = cfg.run_dir
+out = Path(paper_dir or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_name))
+tables, figures = out / "tables", out / "figures"
+RM_KINDS = ["humanlike", "empathy", "scalar"]
+print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
+
+# %% [markdown]
+# ## Main results per model
+# Stage 05's EPM summary beside stage 06's NEE summary. The composite is this package's choice
+# ($0.5\cdot\min(\text{EPM-Q},100) + 0.5\cdot\text{NEE}$, METHOD.md 7.3), not the paper's unknown formula.
+
+# %%
+epm = inputs.read_csv(run / "epm" / "summary.csv", inputs.EPM_SUMMARY)
+per_case = inputs.read_csv(run / "epm" / "per_case.csv", inputs.EPM_PER_CASE)
+nee = inputs.read_csv(run / "nee" / "summary.csv", inputs.NEE_SUMMARY)
+alpha = inputs.agreement_alpha(run / "nee" / "agreement.json")
+main = paper_tables.main_results(epm, nee)
+write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format})
+dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
+write_table(nee[["model", *dims]].rename(columns={"model": "Model"}), tables, "nee_dimensions")
+main
+
+# %% [markdown]
+# ## Reward models, untrained vs trained (stage 02)
+
+# %%
+rm = paper_tables.rm_accuracy({k: inputs.read_rm_metrics(run / "rm" / k / "metrics.json") for k in RM_KINDS})
+write_table(rm, tables, "rm_accuracy")
+fig = rl_figures.rm_accuracy_bars(rm)
+epm_figures.save_figure(fig, figures, "rm_accuracy", close=False)
+plt.show()
+rm
+
+# %% [markdown]
+# ## Policy RL: the echo reward vs the scalar ablation (stage 03)
+# The reward panels compare shapes only: each variant is rewarded by its own reward model.
+
+# %%
+variants = cfg.policy.variants
+logs = {v: inputs.read_csv(run / "policy" / v / "train_log.csv", inputs.TRAIN_LOG) for v in variants}
+fig = rl_figures.rl_curves(logs)
+epm_figures.save_figure(fig, figures, "rl_curves", close=False)
+plt.show()
+wins = paper_tables.winrates({v: inputs.read_csv(run / "policy" / v / "winrate.csv", inputs.WINRATE)
+                              for v in variants})
+write_table(wins, tables, "rl_winrate")
+wins
+
+# %% [markdown]
+# ## The EPM figures of this run (redrawn from stage 05's tables)
+
+# %%
+order = epm_figures.model_order(epm)
+for name, fig in (("epm_outcomes", epm_figures.outcome_bars(epm)),
+                  ("epm_indices", epm_figures.index_panel(per_case, order)),
+                  ("epm_case_heatmap", epm_figures.case_heatmap(per_case, order))):
+    epm_figures.save_figure(fig, figures, name)
+print("EPM figures:", *sorted(p.name for p in figures.glob("epm_*")))
+
+# %% [markdown]
+# ## EMPA's published runs, replayed by this code
+# Optional: present when `published.empa_results` points at EMPA's runs (stage 05 scored them). It
+# checks the EPM engine against the published leaderboard; it measures no model of this run.
+
+# %%
+published = Path(published_summary) if published_summary else run / "epm_published" / "summary.csv"
+replay = (paper_tables.empa_replay(inputs.read_csv(published, inputs.EPM_SUMMARY)) if published.is_file()
+          else paper_tables.empa_replay(pd.DataFrame(columns=inputs.EPM_SUMMARY)))
+write_table(replay, tables, "empa_replay", column_format="lrrrrrr", formats={"Success (%)": "{:.1f}".format})
+print("EMPA published runs:", published if published.is_file() else "not available in this checkout")
+
+# %% [markdown]
+# ## Claims: reported beside measured
+
+# %%
+conditions = claims_mod.RunConditions(
+    run_name=cfg.run_name, scale=cfg.scale, epm_judge=cfg.models[cfg.roles.judge].id,
+    nee_judges=", ".join(dict.fromkeys(cfg.models[j].id for j in cfg.roles.nee_judges)))
+reported = claims_mod.load_reported("data/reported_claims.yaml")
+claims = claims_mod.claims_table(reported, cfg.paper.counterparts, epm, nee, conditions)
+claims_mod.write_claims(claims, out, conditions)
+claims
+
+# %% [markdown]
+# ## The run's facts for the text, provenance, and the PDF
+
+# %%
+write_macros({
+    "RunName": cfg.run_name, "RunScale": cfg.scale, "ConfigHash": cfg.hash,
+    "PolicyModel": cfg.models[cfg.roles.policy].id, "RewardModelBase": cfg.models[cfg.roles.reward_model].id,
+    "EPMJudge": conditions.epm_judge, "NEEJudges": conditions.nee_judges,
+    "NEEAlpha": None if alpha is None else f"{float(alpha):.3f}",
+    "MaxCases": int(epm["Cases"].max()), "RLSteps": max(int(pd.to_numeric(log["step"]).max()) for log in logs.values()),
+    "EMPAReplay": "yes" if published.is_file() else "no",
+}, tables)
+write_json(out / "provenance.json", provenance(cfg, stage="07_paper"))
+copy_sources("paper", out)
+if cfg.paper.build_pdf:
+    pdf, message = build_pdf(out)
+    print(message)
+print("outputs:", *sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()), sep="\n  ")

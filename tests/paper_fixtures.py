@@ -1,0 +1,59 @@
+"""A fake run folder holding every file stage 07 (the paper) reads, written to the stages' file
+contracts with small, distinctive numbers (so a test can tell where a value came from)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+INDICES = ["Idx_RDI", "Idx_Etot", "Idx_Snet", "Idx_Rho", "Idx_Sproj", "Idx_Tau", "Idx_Rpos", "Idx_Align", "Idx_Pen"]
+RM_KINDS = ["humanlike", "empathy", "scalar"]
+# model -> (successes, failures, timeouts, EPM-Q); 3 cases each
+EPM = {"base": (0, 2, 1, 21.25), "echo": (2, 1, 0, 61.75), "scalar": (1, 1, 1, 40.5)}
+NEE = {"base": (31.5, 12.5), "echo": (58.25, 60.0), "scalar": (44.0, 42.25)}   # model -> (nee, composite)
+DIMENSIONS = ["empathy_accuracy", "emotional_coherence", "humanlikeness"]
+
+
+def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo", "scalar")) -> Path:
+    rng = np.random.default_rng(0)
+    (run_dir / "epm").mkdir(parents=True, exist_ok=True)
+    summary, per_case = [], []
+    for model in models:
+        s, f, t, q = EPM[model]
+        summary.append({"Model": model, **{k: 100.0 for k in INDICES}, "Outcome": q + 1, "Efficiency": q + 2,
+                        "Stability": q + 3, "EPM-Q": q, "Success": s, "Failure": f, "Timeout": t,
+                        "Mean_Turns": 6.0, "Cases": s + f + t, "Constants": "code"})
+        for case in ("own_001", "own_002", "own_003"):
+            per_case.append({"Model": model, "Case_ID": case, "EPM-Q": q + rng.normal(),
+                             **{k: 100 + rng.normal() for k in INDICES}})
+    pd.DataFrame(summary).to_csv(run_dir / "epm" / "summary.csv", index=False)
+    pd.DataFrame(per_case).to_csv(run_dir / "epm" / "per_case.csv", index=False)
+
+    (run_dir / "nee").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame([{"model": m, "nee": NEE[m][0], "nee_ci_low": NEE[m][0] - 5, "nee_ci_high": NEE[m][0] + 5,
+                   "n_ratings": 12, "epmq": EPM[m][3], "composite": NEE[m][1],
+                   **{d: 3.25 for d in DIMENSIONS}} for m in models]).to_csv(run_dir / "nee" / "summary.csv", index=False)
+    (run_dir / "nee" / "agreement.json").write_text(json.dumps({"krippendorff_alpha": 0.412, "n_items": 12}))
+
+    for i, kind in enumerate(RM_KINDS):
+        (run_dir / "rm" / kind).mkdir(parents=True, exist_ok=True)
+        metric = lambda acc: {"n": 8, "accuracy": acc, "majority_baseline": 0.5, "accuracy_parsed": acc,
+                              "parse_failure_rate": 0.125, "position_bias": 0.25, "length_bias": 0.1}
+        (run_dir / "rm" / kind / "metrics.json").write_text(json.dumps(
+            {"kind": kind, "n_test": 8, "base": metric(0.375), "trained": metric(0.625 + i / 100)}))
+
+    for j, variant in enumerate(variants):
+        folder = run_dir / "policy" / variant
+        folder.mkdir(parents=True, exist_ok=True)
+        steps = np.arange(1, 5)
+        pd.DataFrame({"step": steps, "reward": 0.1 * steps + j, "reward_empathy": 0.1 * steps,
+                      "reward_chitchat": np.nan, "win_rate": 0.5, "tie_rate": 0.2, "humanlike_rate": 0.4,
+                      "unparsed_rate": 0.0, "format_violation_rate": 0.0, "kl": 0.01 * steps, "entropy": 1.5,
+                      "reply_length": 30 - steps, "repetition": 0.05, "ornate_rate": 0.1, "advice_list_rate": 0.0,
+                      "loss": 0.0, "step_time": 9.0, "learning_rate": 5e-5}).to_csv(folder / "train_log.csv", index=False)
+        pd.DataFrame([{"variant": variant, "judge": judge, "judge_model": "smollm2-135m-instruct", "n": 8,
+                       "wins": 4, "ties": 1, "losses": 3, "win_rate": 0.5625, "ci_low": 0.25, "ci_high": 0.85}
+                      for judge in ("empathy_rm", "independent")]).to_csv(folder / "winrate.csv", index=False)
+    return run_dir

@@ -1,0 +1,44 @@
+"""End to end: the ci DAG's stage 07 writes the paper's tables, figures and claims under <run>/paper."""
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from echo_lib.report.params import paper_outputs
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def test_stage_07_writes_every_table_figure_and_the_claims(ci_run):
+    run_dir, _ = ci_run
+    paper = run_dir / "paper"
+    for files in paper_outputs(str(paper)).values():
+        for f in files:
+            assert Path(f).is_file() and Path(f).stat().st_size > 0, f
+    for tex in (paper / "tables").glob("*.tex"):
+        if tex.stem != "macros":
+            assert r"\toprule" in tex.read_text() and (paper / "tables" / f"{tex.stem}.csv").is_file()
+    assert (run_dir / "notebooks" / "07_paper.ipynb").is_file()
+    assert (paper / "main.tex").is_file(), "main.tex is copied beside the generated files"
+
+
+def test_stage_07_main_results_are_this_runs_models(ci_run):
+    run_dir, _ = ci_run
+    main = pd.read_csv(run_dir / "paper" / "tables" / "main_results.csv")
+    epm = pd.read_csv(run_dir / "epm" / "summary.csv")
+    assert set(main["Model"]) == set(epm["Model"])
+    assert r"\newcommand{\RunName}{ci}" in (run_dir / "paper" / "tables" / "macros.tex").read_text()
+
+
+def test_stage_07_claims_label_reported_numbers_and_name_the_scale(ci_run):
+    run_dir, _ = ci_run
+    claims = pd.read_csv(run_dir / "paper" / "claims.csv")
+    assert set(claims["Reported (published)"]) == {46.7, 13.3, 0.0, 73.54, 42.95, 29.66}
+    assert claims["Measured under"].str.contains("tiny scale").all()
+    doubao = claims[claims["Published model"] == "Doubao 1.5 Character"]
+    assert (doubao["Measured (this run)"] == "not run").all()
+    text = "\n".join(p.read_text() for p in (run_dir / "paper" / "tables").glob("*.tex"))
+    for published in ("46.7", "13.3", "73.54", "42.95", "29.66"):   # nowhere but the claims table
+        assert not re.search(rf"(?<![\d.]){re.escape(published)}(?![\d])", text), published
