@@ -24,7 +24,7 @@ class PolicyLora:
 @dataclass(frozen=True)
 class PolicyGRPO:
     steps: int = 12                 # paper: about 300-600
-    learning_rate: float = 5e-5     # paper: 1e-6 (full fine-tuning); LoRA on a 135M model needs more
+    learning_rate: float = 2e-4     # paper: 1e-6 (full fine-tuning); LoRA on a 135M model needs more
     num_generations: int = 4        # the group per prompt (paper: 8)
     prompts_per_step: int = 2       # per-device batch = prompts_per_step * num_generations completions
     gradient_accumulation_steps: int = 1   # prompts per optimizer step = prompts_per_step x this x devices
