@@ -1,0 +1,51 @@
+"""Stage 03 in the ci DAG: both variants trained on the same filtered prompts, their logs, win rates,
+and the sandbox + EPM comparison of base / echo / scalar (uses the session's ci run, tests/conftest.py)."""
+import json
+
+import pandas as pd
+import pytest
+
+from echo_lib.policy.train import LOG_COLUMNS
+
+pytestmark = pytest.mark.slow
+
+
+def test_both_variants_train_on_the_same_data(ci_run):
+    run_dir, _ = ci_run
+    filt = json.loads((run_dir / "policy" / "data" / "filter.json").read_text())
+    kept = sum(filt["kept"].values())
+    assert kept >= 2 and filt["hard_filter"]["kept"] == kept
+    metrics = {v: json.loads((run_dir / "policy" / v / "metrics.json").read_text()) for v in ("echo", "scalar")}
+    for variant, m in metrics.items():
+        assert m["steps"] == 2 and m["data"]["kept"] == filt["kept"] and m["peak_rss_mb"] > 0
+        log = pd.read_csv(run_dir / "policy" / variant / "train_log.csv")
+        assert list(log.columns) == LOG_COLUMNS and list(log.step) == [1, 2]
+        assert log.entropy.notna().all() and log.reply_length.notna().all()
+        assert (run_dir / "policy" / variant / "adapter" / "adapter_config.json").exists()
+    # echo's empathy reward is the anchored verdict (-1..1), scalar's the rescaled score (0..1)
+    echo = pd.read_csv(run_dir / "policy" / "echo" / "train_log.csv")
+    assert echo.reward_empathy.dropna().between(-1, 1).all()
+    scalar = pd.read_csv(run_dir / "policy" / "scalar" / "train_log.csv")
+    assert scalar.reward_empathy.dropna().between(0, 1).all() and scalar.win_rate.isna().all()
+
+
+def test_win_rates_are_written_per_judge(ci_run):
+    run_dir, _ = ci_run
+    heldout = (run_dir / "policy" / "data" / "heldout.jsonl").read_text().splitlines()
+    assert 1 <= len(heldout) <= 2                              # policy.winrate.max_prompts in config/ci.yaml
+    for variant in ("echo", "scalar"):
+        table = pd.read_csv(run_dir / "policy" / variant / "winrate.csv")
+        assert set(table.judge) == {"empathy_rm", "independent"} and set(table.variant) == {variant}
+        ind = table.set_index("judge").loc["independent"]
+        assert ind.n == 2 * len(heldout) and 0 <= ind.win_rate <= 1     # every held-out prompt in both orders
+
+
+def test_sandbox_and_epm_compare_base_echo_scalar(ci_run):
+    run_dir, _ = ci_run
+    epm = pd.read_csv(run_dir / "epm" / "summary.csv").set_index("Model")
+    assert {"base", "echo", "scalar"} <= set(epm.index)
+    for model in ("echo", "scalar"):
+        summary = json.loads((run_dir / "sandbox" / model / "summary.json").read_text())
+        assert len(summary["cases"]) == 2
+        case = json.loads(next((run_dir / "sandbox" / model).glob("*_result.json")).read_text())
+        assert case["sandbox"]["models"][model]["adapter"].endswith(f"policy/{model}/adapter")
