@@ -9,16 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from echo_lib.rewards.params import LoraParams   # the same adapter settings as the reward models
+
 VARIANTS = ("echo", "scalar")   # echo: discrete, reference-anchored GenRM rewards; scalar: the 1-10 RM, no anchor
 DOMAINS = ("empathy", "chitchat")
-
-
-@dataclass(frozen=True)
-class PolicyLora:
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
-    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
 
 @dataclass(frozen=True)
@@ -63,7 +57,7 @@ class PolicyParams:
     empathy_share: float = 0.6      # share of empathy-domain prompts (the rest chit-chat); paper default 0.6
     max_prompts: int = 24           # RL prompts after the mix, before the hard filter (0 = all)
     system_prompt: str | None = None   # null: the sandbox's companion prompt, so RL trains what the sandbox tests
-    lora: PolicyLora = field(default_factory=PolicyLora)
+    lora: LoraParams = field(default_factory=LoraParams)
     grpo: PolicyGRPO = field(default_factory=PolicyGRPO)
     hard_filter: HardFilter = field(default_factory=HardFilter)
     winrate: WinRate = field(default_factory=WinRate)

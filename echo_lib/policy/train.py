@@ -25,6 +25,7 @@ from echo_lib.policy.data import RLPrompt
 from echo_lib.policy.monitors import reply_monitors
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
+from echo_lib.rewards.train import lora_config   # reads params.lora only
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +65,6 @@ def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
                       data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
                       disable_tqdm=True)
-
-
-def lora_config(params: PolicyParams):
-    from peft import LoraConfig
-    p = params.lora
-    return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout, target_modules=list(p.target_modules),
-                      task_type="CAUSAL_LM")
 
 
 def monitor_callback(rollouts: RolloutLog, log_path: Path, rows: list[dict]):
