@@ -112,13 +112,14 @@ pd.DataFrame(rows)[["prompt_id", "judge", "order", "score", "variant_reply", "ba
 
 # %% [markdown]
 # ## Training curves
-# This variant's curves, beside those of any other variant already trained in this run (stage 07
-# redraws both side by side for the paper).
+# This variant's curves beside those of any other variant already trained in this run (stage 07 draws
+# the same figure for the paper once both are done). The two variants' rewards come from different
+# reward models, so compare the shapes of their reward curves, and the monitors directly.
 
 # %%
-from echo_lib.policy.figures import training_curves
+from echo_lib.report.rl_figures import rl_curves
 
-logs = {v: stage.policy_paths(cfg, v).train_log for v in cfg.policy.variants
+logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
         if stage.policy_paths(cfg, v).train_log.exists()}
-fig = training_curves(logs)
+fig = rl_curves(logs)
 fig.savefig(paths.dir / "training.png", dpi=120, bbox_inches="tight")

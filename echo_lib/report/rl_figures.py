@@ -16,10 +16,12 @@ import pandas as pd
 VARIANT_COLORS = {"echo": "#3b75af", "scalar": "#d1495b"}
 # (column of train_log.csv, panel title); the reward of the two variants comes from different reward
 # models, so its panel compares shapes, not levels (the caption in main.tex says so).
-CURVES = [("reward", "Training reward (own RM)"), ("win_rate", "Win rate vs reference"),
-          ("humanlike_rate", "Humanlike rate"), ("kl", "KL to the base"),
-          ("reply_length", "Reply length (tokens)"), ("ornate_rate", "Ornate / bracketed-action rate"),
-          ("repetition", "Repetition"), ("tie_rate", "Tie rate")]
+CURVES = [("reward", "Training reward (own RM)"), ("reward_empathy", "Reward, empathy prompts"),
+          ("reward_chitchat", "Reward, chit-chat prompts"), ("win_rate", "Win rate vs reference"),
+          ("tie_rate", "Tie rate"), ("humanlike_rate", "Humanlike rate"), ("kl", "KL to the base"),
+          ("entropy", "Entropy"), ("reply_length", "Reply length (tokens)"),
+          ("ornate_rate", "Ornate / bracketed-action rate"), ("advice_list_rate", "Advice-list rate"),
+          ("repetition", "Repetition across the group")]
 
 
 def rl_curves(logs: Mapping[str, pd.DataFrame], curves: list[tuple[str, str]] = CURVES) -> plt.Figure:
