@@ -39,6 +39,25 @@ def test_stage_07_claims_label_reported_numbers_and_name_the_scale(ci_run):
     assert claims["Measured under"].str.contains("tiny scale").all()
     doubao = claims[claims["Published model"] == "Doubao 1.5 Character"]
     assert (doubao["Measured (this run)"] == "not run").all()
-    text = "\n".join(p.read_text() for p in (run_dir / "paper" / "tables").glob("*.tex"))
+    # empa_replay.tex is exempt: it is our replay of EMPA's published result files, which reproduces
+    # Doubao's 4/30 = 13.3 % by computation (that agreement is the point of the table)
+    text = "\n".join(p.read_text() for p in (run_dir / "paper" / "tables").glob("*.tex") if p.stem != "empa_replay")
     for published in ("46.7", "13.3", "73.54", "42.95", "29.66"):   # nowhere but the claims table
         assert not re.search(rf"(?<![\d.]){re.escape(published)}(?![\d])", text), published
+
+
+def test_editing_only_the_paper_notebook_reruns_only_the_paper(ci_run):
+    import os
+
+    from conftest import snakemake
+    run_dir, _ = ci_run
+    notebook = ROOT / "notebooks" / "07_paper.py"
+    before = notebook.stat()
+    os.utime(notebook, (before.st_atime, max(before.st_mtime, (run_dir / "paper").stat().st_mtime) + 60))
+    try:
+        rc, out = snakemake("-n", "--configfile", "config/ci.yaml", results_dir=run_dir.parent)
+    finally:
+        os.utime(notebook, (before.st_atime, before.st_mtime))   # leave the run up to date for other tests
+    assert rc == 0, out[-3000:]
+    planned = set(re.findall(r"^(?:local)?rule (\w+):", out, re.MULTILINE))
+    assert planned == {"paper", "all"}, out[-3000:]
