@@ -247,18 +247,14 @@ def _add_policy_models(cfg: dict) -> list[str]:
     `sandbox.models: [base, echo, scalar]` evaluates the trained policies like any other model.
     Idempotent (a validated config validates again unchanged); a user model of the same name is an error."""
     base = cfg["models"].get(cfg["roles"]["policy"])
-    if base is None:
-        return []   # the cross-reference check names the missing policy model
+    if base is None or base["backend"] != "hf":
+        return []   # no trainable policy: the cross-reference check names any use of a variant; stage 03 says why
     problems = []
     for variant in cfg["policy"]["variants"]:
         derived = {**base, "adapter": policy_adapter_dir(cfg, variant)}
         if variant in cfg["models"] and cfg["models"][variant] != derived:
             problems.append(f"key 'models.{variant}' names a model, but {variant!r} is reserved for the RL variant "
                             f"of policy.variants (roles.policy + its trained adapter); rename that model")
-        elif base["backend"] != "hf":
-            problems.append(f"key 'roles.policy' has value {cfg['roles']['policy']!r}, an {base['backend']}-backend "
-                            "model; stage 03 trains the policy with TRL, so it must be an hf-backend model")
-            break
         else:
             cfg["models"][variant] = derived
     return problems

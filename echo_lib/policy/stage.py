@@ -176,6 +176,9 @@ def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
 def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     from echo_lib.model_setup import weights_path
     spec = cfg.models[cfg.roles.policy]
+    if spec.backend != "hf":
+        raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; stage 03 trains the "
+                         "policy with TRL, so roles.policy must name an hf-backend model")
     rollouts = RolloutLog()
     funcs = variant_rewards(variant, reward_models(cfg, needed_kinds(variant)), cfg.policy.grpo.format_penalty,
                             rollouts)
