@@ -61,3 +61,13 @@ def test_editing_only_the_paper_notebook_reruns_only_the_paper(ci_run):
     assert rc == 0, out[-3000:]
     planned = set(re.findall(r"^(?:local)?rule (\w+):", out, re.MULTILINE))
     assert planned == {"paper", "all"}, out[-3000:]
+
+
+def test_snakemake_report_collects_the_paper(ci_run, tmp_path):
+    from conftest import snakemake
+    run_dir, _ = ci_run
+    report = tmp_path / "report.html"
+    rc, out = snakemake("--configfile", "config/ci.yaml", "--report", str(report), results_dir=run_dir.parent)
+    assert rc == 0 and report.stat().st_size > 10_000, out[-3000:]
+    html = report.read_text(errors="replace")
+    assert "claims.csv" in html and "rl_curves.png" in html and "main_results.csv" in html
