@@ -65,15 +65,15 @@ def timed(f):
 def where_time_goes(backend: HFBackend, chats: list) -> dict:
     """Prefill of the whole batch, one decode step at batch 32 and at batch 1, and the padding share."""
     import torch
-    from transformers import DynamicCache
-    model, _ = backend.load()
+    from echo_lib.llm.kv import new_cache, padded
+    model, tok = backend.load()
     ids = backend._encode(chats)
     out = {"threads": torch.get_num_threads(), "prompt_tokens": sum(map(len, ids)),
            "padding_share": round(1 - sum(map(len, ids)) / (len(ids) * max(map(len, ids))), 3)}
     with torch.inference_mode():
         for b in (len(ids), 1):
-            input_ids, mask, pos = backend._padded(ids[:b])
-            cache = DynamicCache(config=model.config)
+            input_ids, mask, pos = padded(ids[:b], tok.pad_token_id, model.device)
+            cache = new_cache(model)
             _, dt = timed(lambda: model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache,
                                         use_cache=True, logits_to_keep=1))
             out[f"prefill_s_batch{b}"] = round(dt, 3)
