@@ -92,3 +92,16 @@ def test_call_tools_scores_equal_full_sequences(llm):
         total = sum(math.exp(x - top) for x in ref)
         for n, x in zip(names, ref):
             assert math.isclose(call.probs[n], math.exp(x - top) / total, abs_tol=1e-4)
+
+
+def test_scoring_batches_keep_groups_whole(tmp_path, tiny_lm_dir):
+    llm = load_llm(make_cfg(tmp_path, tiny_lm_dir, cache=False, batch_size=4), "base")
+    ids = llm.backend._encode(GROUPED)
+    batches = llm.backend._batches(ids, by_prefix=True)
+    assert sorted(i for b in batches for i in b) == list(range(len(GROUPED)))
+    assert all(len(b) <= 4 for b in batches)
+    assert sorted(sorted(b) for b in batches) == [[0, 1, 2], [3, 4, 5]]  # one case per batch, not 4 + 2
+    options = ["0", "1", "2", "3"]
+    for b, c in zip(llm.choose(GROUPED, options), GROUPED):
+        s = llm.choose([c], options)[0]
+        assert all(math.isclose(b.probs[o], s.probs[o], abs_tol=1e-4) for o in options)

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from echo_lib.llm.kv import new_cache, prefill
+from echo_lib.llm.kv import MIN_SHARED, common_prefix, new_cache, prefill
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
 from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage,
@@ -132,11 +132,29 @@ class HFBackend:
         return tok(texts, add_special_tokens=False)["input_ids"]
 
     def _batches(self, ids: Sequence[Sequence[int]], by_prefix: bool = False) -> list[list[int]]:
-        """Indices in batches of at most batch_size: by length (less padding) or, for scoring, by token
-        sequence (prompts that share a prefix land in the same batch, where it runs once)."""
-        order = sorted(range(len(ids)), key=(lambda i: ids[i]) if by_prefix else (lambda i: len(ids[i])))
+        """Indices in batches of at most batch_size: by length (less padding), or for scoring by token
+        sequence, packing whole runs of prompts that share a head (one case's indicators) into one batch,
+        where that head runs once (see kv.prefill)."""
         n = self.settings.batch_size
-        return [order[i:i + n] for i in range(0, len(order), n)]
+        if not by_prefix:
+            order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+            return [order[i:i + n] for i in range(0, len(order), n)]
+        shared = common_prefix(ids)
+        runs: list[list[int]] = []
+        for i in sorted(range(len(ids)), key=lambda i: ids[i]):
+            if runs and common_prefix([ids[runs[-1][-1]][shared:], ids[i][shared:]]) >= MIN_SHARED:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        batches: list[list[int]] = []
+        for run in runs:
+            for a in range(0, len(run), n):
+                chunk = run[a:a + n]
+                if batches and len(batches[-1]) + len(chunk) <= n:
+                    batches[-1] += chunk
+                else:
+                    batches.append(chunk)
+        return batches
 
     # ----------------------------------------------------------------------------------------
     # generate
