@@ -65,15 +65,15 @@ def timed(f):
 def where_time_goes(backend: HFBackend, chats: list) -> dict:
     """Prefill of the whole batch, one decode step at batch 32 and at batch 1, and the padding share."""
     import torch
-    from transformers import DynamicCache
-    model, _ = backend.load()
+    from echo_lib.llm.kv import new_cache, padded
+    model, tok = backend.load()
     ids = backend._encode(chats)
     out = {"threads": torch.get_num_threads(), "prompt_tokens": sum(map(len, ids)),
            "padding_share": round(1 - sum(map(len, ids)) / (len(ids) * max(map(len, ids))), 3)}
     with torch.inference_mode():
         for b in (len(ids), 1):
-            input_ids, mask, pos = backend._padded(ids[:b])
-            cache = DynamicCache(config=model.config)
+            input_ids, mask, pos = padded(ids[:b], tok.pad_token_id, model.device)
+            cache = new_cache(model)
             _, dt = timed(lambda: model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache,
                                         use_cache=True, logits_to_keep=1))
             out[f"prefill_s_batch{b}"] = round(dt, 3)
@@ -94,19 +94,20 @@ def main(argv=None) -> dict:
     ap.add_argument("--model", default="results/models/smollm2-135m-instruct")
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
     ap.add_argument("--sequential", type=int, default=32, help="chats to run one at a time (<= 32)")
+    ap.add_argument("--dtype", default="float32", help="weights and compute dtype (bfloat16 uses AMX where the CPU has it)")
     args = ap.parse_args(argv)
     if not Path(args.model, "config.json").exists():
         sys.exit(f"no checkpoint at {args.model}; run stage 00 first (or pass --model)")
 
     off = LLMSettings(cache=False, progress=False, provenance=False)
-    backend = HFBackend("smollm2", args.model, settings=off)
+    backend = HFBackend("smollm2", args.model, settings=off, dtype=args.dtype)
     llm = make_llm(backend, off, tempfile.mkdtemp(), None)
     _, load_s = timed(backend.load)
     chats = chats32()
     sampling = Sampling(temperature=0.7, top_p=0.9, max_new_tokens=48, seed=0)
     llm.generate(chats[:2], Sampling(temperature=0.7, max_new_tokens=4))  # warm-up
 
-    res: dict = {"model": args.model, "load_s": round(load_s, 2)}
+    res: dict = {"model": args.model, "dtype": args.dtype, "load_s": round(load_s, 2), "loadavg_before": os.getloadavg()}
     batched, dt_b = timed(lambda: llm.generate(chats, sampling))
     tok_b = sum(c.completion_tokens for c in batched)
     n_seq = args.sequential
@@ -139,13 +140,14 @@ def main(argv=None) -> dict:
 
     on = LLMSettings(cache=True, progress=False, provenance=False)
     cache_dir = tempfile.mkdtemp()
-    first = make_llm(HFBackend("smollm2", args.model, settings=on), on, cache_dir, None)
+    first = make_llm(HFBackend("smollm2", args.model, settings=on, dtype=args.dtype), on, cache_dir, None)
     _, dt_first = timed(lambda: first.generate(chats, sampling))
-    second = make_llm(HFBackend("smollm2", args.model, settings=on), on, cache_dir, None)
+    second = make_llm(HFBackend("smollm2", args.model, settings=on, dtype=args.dtype), on, cache_dir, None)
     again, dt_again = timed(lambda: second.generate(chats, sampling))
     res["rerun"] = {"first_s": round(dt_first, 2), "second_s": round(dt_again, 4),
                     "second_model_calls": second.model_calls, "same_replies": again == first.generate(chats, sampling),
                     "weights_loaded_on_rerun": second.backend._model is not None}
+    res["loadavg_after"] = os.getloadavg()
     print(json.dumps(res, indent=2))
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=2))

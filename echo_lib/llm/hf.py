@@ -6,8 +6,10 @@ Generation is our own short decode loop rather than `model.generate`, for two re
   - finished rows leave the batch (their KV cache rows are dropped), so one long reply does not make
     the whole batch pay for it.
 Prompts are left-padded; position ids come from the attention mask, so padding changes nothing but
-the arithmetic's rounding. The head all prompts of a batch share (system prompt, rubric) runs once.
-`choose` scores options by log-probability in one forward pass per batch.
+the arithmetic's rounding. Shared prompt prefixes run once (see kv.prefill): the head all prompts of a
+batch share (system prompt, rubric) and the head each group of them shares (one case's history).
+`choose` scores options by log-probability: the prompts run once, and the later tokens of multi-token
+options run on the prompts' KV cache.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from echo_lib.llm.kv import MIN_SHARED, common_prefix, new_cache, prefill
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
 from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage,
@@ -30,7 +33,6 @@ from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LL
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 TOP_K = 256  # candidate tokens for top-p sampling (see _pick)
-MIN_SHARED = 8  # a shared prompt head shorter than this is not worth a separate forward pass
 
 
 def fingerprint(folder: str | Path) -> str | None:
@@ -129,47 +131,30 @@ class HFBackend:
         texts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
         return tok(texts, add_special_tokens=False)["input_ids"]
 
-    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        """Indices in batches of similar prompt length (less padding), at most batch_size each."""
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    def _batches(self, ids: Sequence[Sequence[int]], by_prefix: bool = False) -> list[list[int]]:
+        """Indices in batches of at most batch_size: by length (less padding), or for scoring by token
+        sequence, packing whole runs of prompts that share a head (one case's indicators) into one batch,
+        where that head runs once (see kv.prefill)."""
         n = self.settings.batch_size
-        return [order[i:i + n] for i in range(0, len(order), n)]
-
-    def _padded(self, ids: Sequence[Sequence[int]]):
-        import torch
-        width = max(map(len, ids))
-        pad = self._tok.pad_token_id
-        input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for r, row in enumerate(ids):
-            input_ids[r, width - len(row):] = torch.tensor(row)
-            mask[r, width - len(row):] = 1
-        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-        dev = self._model.device
-        return input_ids.to(dev), mask.to(dev), position_ids.to(dev)
-
-    def _prefill(self, ids: list[list[int]], cache, keep: int = 1):
-        """Run the prompts into `cache`; return (logits of the last `keep` positions, attention mask, positions).
-
-        The tokens every prompt shares at the start (the system prompt, a judge's rubric) run once at batch 1
-        and are copied to every row; only the rest is padded and batched. Padding then sits between the
-        shared head and each row's tail, which the attention mask and the position ids make invisible.
-        """
-        import torch
-        model = self._model
-        shared = min(_common_prefix(ids), min(map(len, ids)) - 1)
-        if len(ids) < 2 or shared < MIN_SHARED:
-            input_ids, mask, pos = self._padded(ids)
-        else:
-            head = torch.tensor([ids[0][:shared]], device=model.device)
-            model(input_ids=head, cache=cache, use_cache=True, logits_to_keep=1)
-            cache.batch_repeat_interleave(len(ids))
-            input_ids, tail_mask, tail_pos = self._padded([x[shared:] for x in ids])
-            mask = torch.cat([tail_mask.new_ones((len(ids), shared)), tail_mask], dim=1)
-            pos = tail_pos + shared
-        logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
-                       logits_to_keep=keep).logits
-        return logits, mask, pos
+        if not by_prefix:
+            order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+            return [order[i:i + n] for i in range(0, len(order), n)]
+        shared = common_prefix(ids)
+        runs: list[list[int]] = []
+        for i in sorted(range(len(ids)), key=lambda i: ids[i]):
+            if runs and common_prefix([ids[runs[-1][-1]][shared:], ids[i][shared:]]) >= MIN_SHARED:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        batches: list[list[int]] = []
+        for run in runs:
+            for a in range(0, len(run), n):
+                chunk = run[a:a + n]
+                if batches and len(batches[-1]) + len(chunk) <= n:
+                    batches[-1] += chunk
+                else:
+                    batches.append(chunk)
+        return batches
 
     # ----------------------------------------------------------------------------------------
     # generate
@@ -180,7 +165,7 @@ class HFBackend:
             raise FeatureUnsupported(f"model {self.name!r}: the hf backend has no JSON mode; use choose() or "
                                      "call_tools() for structured answers, or an openai-backend server")
         ids = self._encode(chats)
-        for batch in self._batches([len(x) for x in ids]):
+        for batch in self._batches(ids):
             seeds = [row_seed(samplings[i].seed, chats[i]) for i in batch]
             outs = self._decode([ids[i] for i in batch], [samplings[i] for i in batch], seeds)
             usage.model_calls += len(batch)
@@ -191,7 +176,6 @@ class HFBackend:
 
     def _decode(self, ids: list[list[int]], samplings: list[Sampling], seeds: list[int]) -> list[Completion]:
         import torch
-        from transformers import DynamicCache
 
         model, tok = self.load()
         B = len(ids)
@@ -199,10 +183,13 @@ class HFBackend:
         new: list[list[int]] = [[] for _ in range(B)]
         finish = ["length"] * B
         active = list(range(B))  # rows still generating, in the order of the batch tensors
-        cache = DynamicCache(config=model.config)
+        longest = max(s.max_new_tokens for s in samplings)
+        cache = new_cache(model, reserve=longest)  # room for every new token: no re-allocation while decoding
         with torch.inference_mode():
-            logits, mask, pos = self._prefill(ids, cache)
+            logits, mask, pos = prefill(model, tok.pad_token_id, ids, cache)
             logits = logits[:, -1, :]
+            width = mask.shape[1]
+            mask = torch.cat([mask, mask.new_ones((B, longest))], dim=1)  # step k attends to mask[:, :width + k]
             while active:
                 nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active])
                 keep = []
@@ -223,9 +210,9 @@ class HFBackend:
                     cache.batch_select_indices(sel)
                     mask, pos, nxt = mask[sel], pos[sel], nxt[sel]
                     active = [active[j] for j in keep]
-                mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
+                width += 1
                 pos = pos[:, -1:] + 1
-                logits = model(input_ids=nxt[:, None], attention_mask=mask, position_ids=pos,
+                logits = model(input_ids=nxt[:, None], attention_mask=mask[:, :width], position_ids=pos,
                                cache=cache, use_cache=True).logits[:, -1, :]
         out = []
         for r in range(B):
@@ -245,21 +232,27 @@ class HFBackend:
         """
         import torch
         logits = logits.float().cpu()
-        picks = logits.argmax(-1)
         rows = [j for j, s in enumerate(samplings) if not s.greedy]
+        picks = logits.argmax(-1) if len(rows) < len(samplings) else torch.empty(len(samplings), dtype=torch.long)
         if not rows:
             return picks
-        temps = torch.tensor([samplings[j].temperature for j in rows])[:, None]
-        probs = torch.softmax(logits[rows] / temps, dim=-1)
-        head_p, head_i = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)
+        # log-probabilities via logsumexp, and the top-k on the scaled logits (the same order as the
+        # probabilities): fewer passes over the vocabulary than argmax + softmax + topk of the probabilities
+        scaled = logits if len(rows) == len(samplings) else logits[rows]
+        temps = [samplings[j].temperature for j in rows]
+        if any(t != 1 for t in temps):
+            scaled = scaled / torch.tensor(temps)[:, None]
+        lse = torch.logsumexp(scaled, -1, keepdim=True)
+        head_l, head_i = scaled.topk(min(TOP_K, scaled.shape[-1]), dim=-1)
+        head_p = (head_l - lse).exp()
         for r, j in enumerate(rows):
             top_p = samplings[j].top_p
-            if top_p >= 1:
-                p, idx = probs[r], None
-            elif head_p[r].sum() >= top_p:
+            if top_p < 1 and head_p[r].sum() >= top_p:
                 p, idx = head_p[r], head_i[r]
             else:
-                p, idx = probs[r].sort(descending=True)
+                p, idx = (scaled[r] - lse[r]).exp(), None
+                if top_p < 1:
+                    p, idx = p.sort(descending=True)
             if top_p < 1:
                 p = p.masked_fill((p.cumsum(0) - p) >= top_p, 0)  # smallest head whose mass reaches top_p
             cdf = p.cumsum(0)
@@ -277,7 +270,6 @@ class HFBackend:
 
     def choose(self, chats: Sequence[Chat], options: Sequence[str], usage: Usage) -> Iterator[tuple[int, Choice]]:
         import torch
-        from transformers import DynamicCache
         model, tok = self.load()
         opt_ids = [tok(o, add_special_tokens=False)["input_ids"] for o in options]
         for o, oi in zip(options, opt_ids):
@@ -285,42 +277,38 @@ class HFBackend:
                 raise LLMError(f"model {self.name!r}: option {o!r} is empty after tokenisation")
         if len({tuple(x) for x in opt_ids}) < len(options):
             raise LLMError(f"model {self.name!r}: options {list(options)} are not distinct token sequences")
-        single = all(len(x) == 1 for x in opt_ids)
         ids = self._encode(chats)
-        for batch in self._batches([len(x) for x in ids]):
+        for batch in self._batches(ids, by_prefix=True):
             with torch.inference_mode():
-                if single:  # one forward pass: the next-token distribution holds every option
-                    logits = self._prefill([ids[i] for i in batch], DynamicCache(config=model.config))[0]
-                    logits = logits[:, -1, :].float().cpu()
-                    lp = torch.log_softmax(logits, -1)[:, [x[0] for x in opt_ids]]
-                else:
-                    lp = self._score_sequences([ids[i] for i in batch], opt_ids)
+                lp = self._score_options([ids[i] for i in batch], opt_ids)
             usage.model_calls += len(batch)
             usage.prompt_tokens += sum(len(ids[i]) for i in batch)
             for i, row in zip(batch, lp.tolist()):
                 yield i, _choice(options, row)
 
-    def _score_sequences(self, prompts: list[list[int]], opt_ids: list[list[int]]):
-        """Summed log-probability of every option after every prompt (prompt x option rows, right-aligned)."""
+    def _score_options(self, prompts: list[list[int]], opt_ids: list[list[int]]):
+        """Summed log-probability of every option after every prompt, [prompts x options].
+
+        The prompts run once; the next-token distribution scores every option's first token. An option's
+        later tokens then run on the prompts' cache, batched over the prompts, and are cropped off again
+        (never prompt + option re-encoded per option)."""
         import torch
         model = self._model
-        seqs = [p + o for p in prompts for o in opt_ids]
-        longest = max(map(len, opt_ids))
-        out = torch.empty(len(seqs))
-        step = self.settings.batch_size
-        for a in range(0, len(seqs), step):
-            chunk = seqs[a:a + step]
-            input_ids, mask, pos = self._padded(chunk)
-            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos,
-                           logits_to_keep=longest + 1).logits.float().cpu()
-            lp = torch.log_softmax(logits, -1)
-            for r in range(len(chunk)):
-                o = opt_ids[(a + r) % len(opt_ids)]
-                m = len(o)
-                # logits at position k predict token k+1; the option's tokens are the last m of the row
-                rows = lp[r, -m - 1:-1, :]
-                out[a + r] = rows.gather(1, torch.tensor(o)[:, None]).sum()
-        return out.view(len(prompts), len(opt_ids))
+        cache = new_cache(model, reserve=max(map(len, opt_ids)))
+        logits, mask, pos = prefill(model, self._tok.pad_token_id, prompts, cache)
+        out = torch.log_softmax(logits[:, -1, :].float(), -1)[:, [o[0] for o in opt_ids]]
+        n = len(prompts)
+        for k, o in enumerate(opt_ids):
+            if len(o) == 1:
+                continue
+            m = len(o) - 1  # inputs o[:-1]; the output at input t predicts o[t + 1]
+            lg = model(input_ids=torch.tensor([o[:-1]] * n, device=model.device),
+                       attention_mask=torch.cat([mask, mask.new_ones((n, m))], dim=1),
+                       position_ids=pos[:, -1:] + 1 + torch.arange(m, device=model.device),
+                       cache=cache, use_cache=True).logits.float()
+            cache.crop(-m)
+            out[:, k] += torch.log_softmax(lg, -1)[:, torch.arange(m), torch.tensor(o[1:])].sum(-1)
+        return out.cpu()
 
     # ----------------------------------------------------------------------------------------
     # call_tools: choose the tool by name, then fill arguments (enumerated ones by choose)
@@ -358,15 +346,6 @@ def _choice(options: Sequence[str], logprobs: Sequence[float]) -> Choice:
     return Choice(probs={o: w / total for o, w in zip(options, weights)},
                   logprobs=dict(zip(options, logprobs)),
                   coverage=min(1.0, math.exp(top) * total))
-
-
-def _common_prefix(ids: Sequence[Sequence[int]]) -> int:
-    n = 0
-    for column in zip(*ids):
-        if any(t != column[0] for t in column):
-            break
-        n += 1
-    return n
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

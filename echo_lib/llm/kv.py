@@ -1,0 +1,188 @@
+"""KV-cache helpers of the hf backend: a cache that grows in place, and a prefill that computes every
+shared prompt prefix once.
+
+Prefill in up to three stages, each one batched forward pass over the cache rows of that stage:
+  1. the head ALL prompts share (system prompt, a judge's rubric), at batch 1;
+  2. the head each GROUP of prompts shares beyond it (one case's profile and history, asked about
+     several indicators), at batch = number of groups, left-padded;
+  3. each prompt's own tail, at batch = number of prompts, left-padded.
+Between stages the cache rows are copied to the next stage's rows. Padding then sits between the
+pieces of a row; the attention mask hides it and the position ids count only real tokens, so every
+row sees exactly its own prompt (up to the rounding of batched arithmetic).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+MIN_SHARED = 8  # a shared head shorter than this is not worth a forward pass of its own
+
+
+def new_cache(model, reserve: int = 64):
+    """A DynamicCache whose full-attention layers are GrowLayers (sliding-window layers stay as they are)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+    cache = DynamicCache(config=model.config)
+    cache.layers = [_grow_layer(reserve) if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    return cache
+
+
+def _grow_layer(reserve: int):
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowLayer(DynamicLayer):
+        """keys/values are views into a buffer with room for `reserve` more tokens: a decode step writes its
+        token in place instead of torch.cat re-copying the whole cache (~10% of decode time at batch 32)."""
+
+        def __init__(self):
+            super().__init__()
+            self._k = self._v = None
+            self._n = 0
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n, q = self._n, key_states.shape[-2]
+            if self._k is None or n + q > self._k.shape[-2]:
+                self._resize(n + q + reserve, like=key_states)
+            self._k[:, :, n:n + q] = key_states
+            self._v[:, :, n:n + q] = value_states
+            self._n = n + q
+            return self._view()
+
+        def _resize(self, size: int, like):
+            b, h, _, d = like.shape
+            k, v = like.new_empty((b, h, size, d)), like.new_empty((b, h, size, d))
+            if self._n:
+                k[:, :, :self._n], v[:, :, :self._n] = self.keys, self.values
+            self._k, self._v = k, v
+
+        def _view(self):
+            self.keys, self.values = self._k[:, :, :self._n], self._v[:, :, :self._n]
+            return self.keys, self.values
+
+        def crop(self, tokens_to_remove: int) -> None:
+            if tokens_to_remove < 0 and self._n:
+                self._n = max(0, self._n + tokens_to_remove)
+                self._view()
+            else:
+                super().crop(tokens_to_remove)  # its own errors for a positive count
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            if self._n:
+                self._k, self._v = self._k.repeat_interleave(repeats, 0), self._v.repeat_interleave(repeats, 0)
+                self._view()
+
+        def batch_select_indices(self, indices) -> None:
+            if self._n:  # indices may repeat: a group's head copied to each of its rows
+                self._k, self._v = self._k[indices], self._v[indices]
+                self._view()
+
+        def reset(self) -> None:
+            self._k = self._v = None
+            self._n = 0
+            super().reset()
+
+    return GrowLayer()
+
+
+def common_prefix(ids: Sequence[Sequence[int]]) -> int:
+    n = 0
+    for column in zip(*ids):
+        if any(t != column[0] for t in column):
+            break
+        n += 1
+    return n
+
+
+def plan_groups(tails: Sequence[Sequence[int]]) -> tuple[list[int], list[int]] | None:
+    """Split prompts (after the head all share) into groups that share a head of their own.
+
+    Returns (group of each row, head length of each group), or None where grouping saves nothing.
+    Rows are sorted so that shared prefixes are neighbours; groups are the runs whose neighbour-to-neighbour
+    common prefix reaches a threshold, tried at every threshold that occurs; the cost of a plan is the padded
+    token count of stages 2 and 3 (what the forward passes really compute). Every row keeps >= 1 tail token.
+    """
+    n = len(tails)
+    if n < 2:
+        return None
+    order = sorted(range(n), key=lambda i: tails[i])
+    lcp = [common_prefix([tails[a], tails[b]]) for a, b in zip(order, order[1:])]
+    best, best_cost = None, 0.9 * n * max(map(len, tails))  # an extra forward pass must save >= 10%
+    for threshold in sorted({x for x in lcp if x >= MIN_SHARED}):
+        runs, cur = [], [order[0]]
+        for i, x in zip(order[1:], lcp):
+            if x >= threshold:
+                cur.append(i)
+            else:
+                runs.append(cur)
+                cur = [i]
+        runs.append(cur)
+        heads = [min(common_prefix([tails[i] for i in run]), min(len(tails[i]) for i in run) - 1)
+                 if len(run) > 1 else None for run in runs]
+        widest_tail = max([len(tails[i]) - h for run, h in zip(runs, heads) if h is not None for i in run] or [1])
+        # a lone row puts into stage 2 what does not fit the other rows' tail width (no extra padding)
+        heads = [h if h is not None else min(len(tails[run[0]]) - 1, max(1, len(tails[run[0]]) - widest_tail))
+                 for run, h in zip(runs, heads)]
+        cost = len(runs) * max(heads) + n * max(len(tails[i]) - h for run, h in zip(runs, heads) for i in run)
+        if cost < best_cost:
+            group = [0] * n
+            for g, run in enumerate(runs):
+                for i in run:
+                    group[i] = g
+            best, best_cost = (group, heads), cost
+    return best
+
+
+def padded(ids: Sequence[Sequence[int]], pad: int, device):
+    """Left-padded input ids, attention mask and position ids (counting real tokens only)."""
+    import torch
+    width = max(map(len, ids))
+    input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for r, row in enumerate(ids):
+        if row:
+            input_ids[r, width - len(row):] = torch.tensor(row)
+            mask[r, width - len(row):] = 1
+    position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+    return input_ids.to(device), mask.to(device), position_ids.to(device)
+
+
+def prefill(model, pad: int, ids: list[list[int]], cache, keep: int = 1):
+    """Run the prompts into `cache`; return (logits of the last `keep` positions, attention mask, positions)."""
+    import torch
+    dev = model.device
+    n = len(ids)
+    shared = min(common_prefix(ids), min(map(len, ids)) - 1) if n > 1 else 0
+    rows_mask = torch.ones((1, 0), dtype=torch.long, device=dev)  # what each cache row holds (1 = real token)
+    if shared >= MIN_SHARED:  # stage 1
+        model(input_ids=torch.tensor([ids[0][:shared]], device=dev), cache=cache, use_cache=True, logits_to_keep=1)
+        rows_mask = rows_mask.new_ones((1, shared))
+    else:
+        shared = 0
+    tails = [x[shared:] for x in ids]
+    plan = plan_groups(tails)
+    if plan is not None:  # stage 2: one row per group
+        group, heads = plan
+        first = [group.index(g) for g in range(len(heads))]
+        if cache.get_seq_length():
+            cache.batch_repeat_interleave(len(heads))
+        rows_mask = _extend(model, pad, cache, rows_mask.expand(len(heads), -1),
+                            [tails[i][:h] for i, h in zip(first, heads)], 1)[1]
+        sel = torch.tensor(group, device=dev)
+        cache.batch_select_indices(sel)
+        rows_mask = rows_mask[sel]
+        tails = [t[heads[g]:] for t, g in zip(tails, group)]
+    elif cache.get_seq_length():
+        cache.batch_repeat_interleave(n)
+    return _extend(model, pad, cache, rows_mask.expand(n, -1), tails, keep)  # stage 3
+
+
+def _extend(model, pad: int, cache, prev_mask, seqs: list[list[int]], keep: int):
+    """One padded forward pass that appends `seqs` (one per cache row) to the cache."""
+    import torch
+    input_ids, mask, pos = padded(seqs, pad, model.device)
+    mask = torch.cat([prev_mask, mask], dim=1)
+    pos = pos + prev_mask.sum(-1, keepdim=True)  # positions count the real tokens before
+    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
+                   logits_to_keep=keep).logits
+    return logits, mask, pos
