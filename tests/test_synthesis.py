@@ -8,7 +8,7 @@ from echo_lib.scenarios.own import load_own
 from echo_lib.synthesis import hitl
 from echo_lib.synthesis.chitchat import Dialogue, parse_corpus
 from echo_lib.synthesis.empathy import auto_tie_margin, expected_scores, label, synthesize
-from echo_lib.synthesis.humanlike import Window, as_chat, build_items, sample_windows, shuffled
+from echo_lib.synthesis.humanlike import as_chat, build_items, sample_windows, shuffled
 from echo_lib.synthesis.splits import holdout_split
 from echo_lib.synthesis.theorems import derive_theorems, gold_profile, load_axioms
 

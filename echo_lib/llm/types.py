@@ -131,3 +131,14 @@ def row_seed(seed: int, chat: Chat) -> int:
     """The seed of one chat's sampling: depends on the chat itself, not on its place in the batch,
     so a batch gives the same replies as calling it one chat at a time."""
     return int(stable_hash([seed, chat], 16), 16) & (2**63 - 1)
+
+
+def json_object(text: str) -> dict:
+    """A JSON-mode answer as a dict; ValueError says why it is not one (callers check the fields)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data

@@ -7,9 +7,9 @@ JSON mode it asks for a small JSON object that `parse_score` / `parse_winner` re
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from echo_lib.llm.types import json_object
 from echo_lib.nee.blinding import Transcript
 from echo_lib.nee.dimensions import Dimension
 
@@ -70,19 +70,9 @@ def pairwise_prompt(variant: int, first: Transcript, second: Transcript, json_mo
                                         f"{w.pair_ask}\n{answer}"}]
 
 
-def _object(text: str) -> dict:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    return data
-
-
 def parse_score(text: str) -> int:
     """{"score": 1..5} (an integer, or a digit string) and nothing less; ValueError says what is wrong."""
-    value = _object(text).get("score")
+    value = json_object(text).get("score")
     if isinstance(value, str) and value.strip() in ("1", "2", "3", "4", "5"):
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
@@ -91,7 +81,7 @@ def parse_score(text: str) -> int:
 
 
 def parse_winner(text: str) -> str:
-    value = _object(text).get("winner")
+    value = json_object(text).get("winner")
     if not isinstance(value, str) or value.strip().upper() not in ("A", "B"):
         raise ValueError(f"winner is {value!r}; allowed \"A\" or \"B\"")
     return value.strip().upper()

@@ -58,9 +58,9 @@ def judge_independent(llm, ids: Sequence[str], contexts: Sequence[list[dict]], v
 def judge_with_rm(rm, ids: Sequence[str], contexts: Sequence[list[dict]], variant: Sequence[str],
                   base: Sequence[str]) -> list[Judgment]:
     """The Empathy RM (echo_lib.rewards.RewardModelFn, kind empathy) on both assignments of the roles."""
-    first = rm(list(contexts), list(variant), list(base))          # the variant as the candidate
+    rm(list(contexts), list(variant), list(base))                  # the variant as the candidate
     first_raw = list(rm.last_answers)
-    second = rm(list(contexts), list(base), list(variant))         # the base as the candidate
+    rm(list(contexts), list(base), list(variant))                  # the base as the candidate
     second_raw = list(rm.last_answers)
     score = {"better": 1.0, "tie": 0.5, "worse": 0.0}
     out = []

@@ -19,12 +19,12 @@ The wording of every prompt is this project's own, from the method's description
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from echo_lib.epm.iedr import INDICATORS
 from echo_lib.epm.mdep import FIELDS
 from echo_lib.llm import Sampling
+from echo_lib.llm.types import json_object
 from echo_lib.sandbox.batch import CaseFailure, isolate
 from echo_lib.sandbox.dialogue import Exchange, render, window
 from echo_lib.sandbox.params import JudgeParams
@@ -169,12 +169,7 @@ MDEP_ALLOWED = {f"{f}_level": (0, -1, -2) if f.endswith("_Neg") else (0, 1, 2) f
 
 def parse_json(text: str, allowed: dict[str, tuple[int, ...]]) -> dict:
     """The judge's JSON with every level present and inside the rubric; ValueError says what is wrong."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not JSON ({err})") from None
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
+    data = json_object(text)
     for key, ok in allowed.items():
         value = data.get(key)
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
