@@ -92,3 +92,38 @@ def test_test_model_sees_the_history_as_one_transcript():
     assert clean_reply('You: "Sounds hard."\nUser: yes', ("You", "User")) == "Sounds hard."
     assert clean_reply("Here's your next reply:\n\nThat sounds hard.", ("You",)) == "That sounds hard."
     assert clean_reply("", ("You",)) == "..."
+
+
+class PriorJudge:
+    """A judge that prefers level 0 whatever it reads, a little less when the rated reply is real."""
+
+    def __init__(self):
+        self.chats = []
+
+    def choose(self, chats, options):
+        from echo_lib.llm import Choice
+        self.chats += chats
+        out = []
+        for chat in chats:
+            blank = "Companion: N/A" in chat[-1]["content"]
+            probs = {"0": 0.8, "1": 0.1, "2": 0.1} if blank else {"0": 0.6, "1": 0.3, "2": 0.1}
+            out.append(Choice(probs=probs, logprobs={o: None for o in probs}, coverage=None))
+        return out
+
+
+def test_judge_calibration_divides_out_the_content_free_prior(sc):
+    from echo_lib.sandbox.judge import Judge, calibrated
+    from echo_lib.sandbox.params import JudgeParams
+    history = [Exchange(1, "I feel lost.", "That sounds really hard. What happened?")]
+    plain = Judge(PriorJudge(), JudgeParams(mode="choose")).mdep([(sc, history)], k=1)[0]
+    assert plain.details["C_Prog_level"] == 0 and plain.details["judge_mode"] == "choose"
+    backend = PriorJudge()
+    judged = Judge(backend, JudgeParams(mode="choose", calibrate=True)).mdep([(sc, history)], k=1)[0]
+    # 0.6/0.8 : 0.3/0.1 : 0.1/0.1 -> level 1 wins once the prior for 0 is divided out
+    assert judged.details["C_Prog_level"] == 1 and judged.details["judge_mode"] == "choose-calibrated"
+    assert judged.details["C_Prog_probs"] == pytest.approx({"0": 0.75 / 4.75, "1": 3 / 4.75, "2": 1 / 4.75}, abs=1e-4)
+    blanks = [c[-1]["content"] for c in backend.chats if "Companion: N/A" in c[-1]["content"]]
+    assert len(blanks) == len(backend.chats) // 2 and all("I feel lost." in b for b in blanks)
+    assert all("What happened?" not in b for b in blanks)
+    same = calibrated(PriorJudge().choose([[{"content": "x"}]], "012")[0], PriorJudge().choose([[{"content": "x"}]], "012")[0])
+    assert same.probs == pytest.approx({"0": 1 / 3, "1": 1 / 3, "2": 1 / 3})

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from echo_lib.epm.iedr import INDICATORS
 from echo_lib.epm.mdep import FIELDS
-from echo_lib.llm import Sampling
+from echo_lib.llm import Choice, Sampling
 from echo_lib.llm.types import json_object
 from echo_lib.sandbox.batch import CaseFailure, isolate
 from echo_lib.sandbox.dialogue import Exchange, render, window
@@ -196,6 +196,24 @@ class Verdict:
         return {k: self.details[f"{k}_level"] for k in INDICATORS}
 
 
+CONTENT_FREE = "N/A"
+
+
+def content_free(history: list[Exchange], k: int) -> list[Exchange]:
+    """The history with the last k companion replies replaced by a content-free placeholder."""
+    return [Exchange(e.turn, e.user, CONTENT_FREE if i >= len(history) - k else e.reply, e.guidance)
+            for i, e in enumerate(history)]
+
+
+def calibrated(choice: Choice, prior: Choice) -> Choice:
+    """Contextual calibration: each option's probability divided by its probability for a content-free
+    input, renormalised (Zhao et al. 2021, "Calibrate before use")."""
+    weights = {o: p / max(prior.probs[o], 1e-12) for o, p in choice.probs.items()}
+    total = sum(weights.values())
+    return Choice(probs={o: w / total for o, w in weights.items()}, logprobs=choice.logprobs,
+                  coverage=choice.coverage)
+
+
 def _from_choices(choices: dict, negative: bool = False) -> dict:
     """Levels (highest-probability option) and the probabilities, per indicator."""
     out = {}
@@ -227,7 +245,11 @@ class Judge:
         """Rate the last k turns of each case's history."""
         if self.mode == "choose":
             prompts = [{f: mdep_prompt(sc, h, k, f, self.history_turns) for f in FIELDS} for sc, h in cases]
-            return self._ask(prompts, ["0", "1", "2"], "MDEP")
+            priors = None
+            if self.p.calibrate:
+                priors = [{f: mdep_prompt(sc, content_free(h, k), k, f, self.history_turns) for f in FIELDS}
+                          for sc, h in cases]
+            return self._ask(prompts, ["0", "1", "2"], "MDEP", priors)
         return self._ask_json([mdep_json_prompt(sc, h, k, self.history_turns) for sc, h in cases], MDEP_ALLOWED,
                               self.p.mdep_max_new_tokens, "MDEP")
 
@@ -250,14 +272,20 @@ class Judge:
             out[i] = Verdict(None, error=errors[i], attempts=1 + self.p.retries)
         return out
 
-    def _ask(self, prompts: list[dict[str, list[dict]]], options: list[str], what: str) -> list[Verdict]:
+    def _ask(self, prompts: list[dict[str, list[dict]]], options: list[str], what: str,
+             priors: list[dict[str, list[dict]]] | None = None) -> list[Verdict]:
+        """One choose call for every question of the cases (and, calibrating, their content-free twins)."""
         def once(idx, attempt):
             flat = [(i, name, chat) for i in idx for name, chat in prompts[i].items()]
-            choices = self.llm.choose([chat for _, _, chat in flat], options)
+            chats = [chat for _, _, chat in flat]
+            if priors is not None:
+                chats += [priors[i][name] for i, name, _ in flat]
+            choices = self.llm.choose(chats, options)
             by_case: dict[int, dict] = {i: {} for i in idx}
-            for (i, name, _), c in zip(flat, choices):
-                by_case[i][name] = c
-            return [_from_choices(by_case[i], negative=True) | {"judge_mode": "choose"} for i in idx]
+            for n, ((i, name, _), c) in enumerate(zip(flat, choices)):
+                by_case[i][name] = c if priors is None else calibrated(c, choices[len(flat) + n])
+            mode = "choose" if priors is None else "choose-calibrated"
+            return [_from_choices(by_case[i], negative=True) | {"judge_mode": mode} for i in idx]
         return self._retrying(len(prompts), once, what)
 
     def _ask_json(self, chats: list[list[dict]], allowed: dict, max_new_tokens: int, what: str) -> list[Verdict]:

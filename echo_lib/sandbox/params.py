@@ -37,6 +37,7 @@ class JudgeParams:
     temperature: float = 0.7       # JSON mode only; each retry draws with a new seed
     iedr_max_new_tokens: int = 8000   # JSON mode only (published 8,000)
     mdep_max_new_tokens: int = 6000   # JSON mode only (published 6,000)
+    calibrate: bool = False        # choose mode: MDEP levels by contextual calibration against a content-free reply
 
 
 @dataclass(frozen=True)
