@@ -15,7 +15,10 @@ from echo_lib.policy.monitors import (format_violation, group_repetition, is_adv
                                      reply_monitors)
 from echo_lib.policy.rewards import RolloutLog, step_stats, variant_rewards
 from echo_lib.policy.winrate import judge_independent, judge_with_rm, summarise
+from echo_lib.provenance import write_jsonl
+from echo_lib.rewards.data import DataError
 from echo_lib.rewards.reward_fn import RewardModelFn
+from test_rewards_data import empathy_item, humanlike_item
 
 
 class ScriptedRM:
@@ -115,21 +118,24 @@ def test_step_stats_per_domain():
 
 def test_data_reads_stage_01_files(tmp_path):
     emp = tmp_path / "emp.jsonl"
-    ctx = [{"role": "user", "content": "I lost my job."}]
-    emp.write_text("\n".join(json.dumps({"scenario_id": "s1", "context": ctx, "reference": f"ref{i}",
-                                         "candidate": f"c{i}"}) for i in range(3)))
+    write_jsonl(emp, [{**empathy_item(0), "reference": f"ref{i}", "candidate": f"c{i}"} for i in range(3)])
     prompts = empathy_prompts(emp)
     assert len(prompts) == 1 and prompts[0].reference == "ref0" and prompts[0].domain == "empathy"
+    assert prompts[0].context == empathy_item(0)["context"]
     hl = tmp_path / "hl.jsonl"
-    hl.write_text("\n".join(json.dumps(r) for r in [
-        {"dialogue_id": "d1", "context": ["hi", "hey", "how are you"], "reply": "good", "label": "human"},
-        {"dialogue_id": "d1", "context": ["hi", "hey", "how are you"], "reply": "x", "label": "machine"}]))
+    write_jsonl(hl, [{**humanlike_item(0), "context": ["hi", "hey", "how are you"]},
+                     {**humanlike_item(0, "model_reply"), "context": ["hi", "hey", "how are you"]}])
     chats = chitchat_prompts(hl)
     assert len(chats) == 1 and [m["role"] for m in chats[0].context] == ["user", "assistant", "user"]
-    emp.write_text(json.dumps({"scenario_id": "s1", "context": ctx}))
-    with pytest.raises(ValueError, match=r"emp.jsonl line 1: field 'reference'"):
+    no_reference = empathy_item(0)
+    del no_reference["reference"]
+    write_jsonl(emp, [no_reference])
+    with pytest.raises(DataError, match=r"emp.jsonl:1: field 'reference'"):
         empathy_prompts(emp)
-    with pytest.raises(FileNotFoundError, match="stage 01"):
+    write_jsonl(emp, [{**empathy_item(0), "reference": " "}])
+    with pytest.raises(DataError, match=r"emp.jsonl: item 1: field 'reference' is empty"):
+        empathy_prompts(emp)
+    with pytest.raises(DataError, match="stage 01"):
         empathy_prompts(tmp_path / "missing.jsonl")
 
 
@@ -231,12 +237,11 @@ def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, mo
         f = run / "data" / kind / f"{split}.jsonl"
         f.parent.mkdir(parents=True, exist_ok=True)
         if kind == "empathy":
-            rows = [{"scenario_id": f"s{i}", "context": [{"role": "user", "content": f"m{i}"}], "reference": "r"}
+            rows = [{**empathy_item(i), "scenario_id": f"s{i}", "context": [{"role": "user", "content": f"m{i}"}]}
                     for i in range(5)]
         else:
-            rows = [{"dialogue_id": f"d{i}", "context": ["hi", f"q{i}"], "reply": "x", "label": "human"}
-                    for i in range(5)]
-        f.write_text("\n".join(json.dumps(r) for r in rows))
+            rows = [{**humanlike_item(i), "context": ["hi", f"q{i}"]} for i in range(5)]
+        write_jsonl(f, rows)
     cfg = load_config(results_dir=str(tmp_path), run_name="t",
                       policy={"max_prompts": 5, "hard_filter": {"enabled": False}, "winrate": {"max_prompts": 2}})
     train, heldout, report = stage.rl_data(cfg)

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from echo_lib.rewards.data import DataError, load_items
 from echo_lib.sandbox.dialogue import Exchange
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, companion_chat
 
@@ -33,47 +34,36 @@ class RLPrompt:
         return asdict(self)
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: stage 01 (notebooks/01_data_synthesis.py) writes it")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path} line {n} is not JSON ({err}); rerun stage 01 to rewrite it") from None
-    return rows
+def read_prompts(path: str | Path) -> list[RLPrompt]:
+    """The RL prompts stage 03 wrote (policy/data/*.jsonl)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [RLPrompt(**json.loads(line)) for line in lines if line.strip()]
 
 
 def empathy_prompts(path: str | Path) -> list[RLPrompt]:
-    """One prompt per distinct (scenario, dialogue) of an empathy split; the reference is its anchor."""
+    """One prompt per distinct (scenario, dialogue) of an empathy split; the reference is its anchor.
+    The file is read with the stage-01 contract check (echo_lib.rewards.data.load_items)."""
     out: dict[str, RLPrompt] = {}
-    for n, item in enumerate(read_jsonl(path), 1):
-        for key in ("context", "reference"):
-            if not item.get(key):
-                raise ValueError(f"{path} line {n}: field {key!r} is missing or empty; rerun stage 01")
+    for n, item in enumerate(load_items(path, "empathy"), 1):
+        if not item["reference"].strip():
+            raise DataError(f"{path}: item {n}: field 'reference' is empty; rerun stage 01")
         context = [{"role": m["role"], "content": m["content"]} for m in item["context"]]
-        if context[-1]["role"] != "user":
-            raise ValueError(f"{path} line {n}: the dialogue must end with the user's message")
-        key = json.dumps([item.get("scenario_id"), context])
+        key = json.dumps([item["scenario_id"], context])
         if key not in out:
-            out[key] = RLPrompt(f"emp-{item.get('scenario_id', 'x')}-{len(out):03d}", "empathy", context,
-                                item["reference"])
+            out[key] = RLPrompt(f"emp-{item['scenario_id']}-{len(out):03d}", "empathy", context, item["reference"])
     return list(out.values())
 
 
 def chitchat_prompts(path: str | Path) -> list[RLPrompt]:
     """One prompt per human chat of a humanlike split: its turns up to the reply the human gave."""
     out: dict[str, RLPrompt] = {}
-    for n, item in enumerate(read_jsonl(path), 1):
-        if item.get("label") != "human":
+    for n, item in enumerate(load_items(path, "humanlike"), 1):
+        if item["label"] != "human":
             continue
-        turns = [t for t in item.get("context") or [] if t.strip()]
+        turns = [t for t in item["context"] if t.strip()]
         if not turns:
-            raise ValueError(f"{path} line {n}: field 'context' is empty; rerun stage 01")
-        key = item.get("dialogue_id") or json.dumps(turns)
+            raise DataError(f"{path}: item {n}: field 'context' is empty; rerun stage 01")
+        key = item["dialogue_id"] or json.dumps(turns)
         if key not in out:
             out[key] = RLPrompt(f"chat-{len(out):03d}", "chitchat", turns_as_messages(turns))
     return list(out.values())

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from echo_lib.llm import Sampling
-from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mix, policy_chat, read_jsonl
+from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mix, policy_chat, read_prompts
 from echo_lib.policy.hard_filter import hard_filter
 from echo_lib.policy.params import VARIANTS
 from echo_lib.policy.rewards import RolloutLog, needed_kinds, variant_rewards
 from echo_lib.policy.train import PolicyTrainResult, grpo_rows, train_policy
 from echo_lib.policy.winrate import judge_independent, judge_with_rm, judgment_rows, summarise
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -124,11 +121,12 @@ def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
     from echo_lib.provenance import provenance, write_json, write_jsonl
     out = data_dir(cfg)
     settings = data_settings(cfg)
-    if (out / "filter.json").exists() and json.loads((out / "filter.json").read_text())["settings"] == settings:
-        load = lambda f: [RLPrompt(**r) for r in read_jsonl(out / f)]   # noqa: E731
-        return load("train.jsonl"), load("heldout.jsonl"), json.loads((out / "filter.json").read_text())
-    emp_train, chat_train, emp_test = (empathy_prompts(source_files(cfg)[0]), chitchat_prompts(source_files(cfg)[1]),
-                                       empathy_prompts(source_files(cfg)[2]))
+    if (out / "filter.json").exists():
+        built = json.loads((out / "filter.json").read_text())
+        if built["settings"] == settings:
+            return read_prompts(out / "train.jsonl"), read_prompts(out / "heldout.jsonl"), built
+    emp_file, chat_file, test_file = source_files(cfg)
+    emp_train, chat_train, emp_test = empathy_prompts(emp_file), chitchat_prompts(chat_file), empathy_prompts(test_file)
     p = cfg.policy
     drawn = mix(emp_train, chat_train, p.empathy_share, p.max_prompts, cfg.seed)
     report = {"available": {"empathy": len(emp_train), "chitchat": len(chat_train)},
@@ -136,8 +134,7 @@ def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
     kept = drawn
     if p.hard_filter.enabled:
         from echo_lib.llm import load_llm
-        rms = reward_models(cfg, needed_kinds("echo"))
-        funcs = [f for f in variant_rewards("echo", rms, 0.0)]
+        funcs = variant_rewards("echo", reward_models(cfg, needed_kinds("echo")), 0.0)
         f = p.hard_filter
         sampling = Sampling(temperature=p.grpo.temperature, top_p=p.grpo.top_p, max_new_tokens=f.max_new_tokens,
                             seed=cfg.seed)
@@ -198,14 +195,14 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     s = cfg.sandbox_run.test_model
     sampling = Sampling(temperature=s.temperature, top_p=s.top_p, max_new_tokens=w.max_new_tokens, seed=cfg.seed)
     chats = chats_for(cfg, heldout, token_counter(cfg))
-    replies = {}
-    for name in (cfg.roles.policy, variant):
-        replies[name] = [clean_reply(c.text, ("You", "User")) for c in load_llm(cfg, name).generate(chats, sampling)]
+    judge_name = w.judge or cfg.roles.judge
+    llms = {name: load_llm(cfg, name) for name in dict.fromkeys((cfg.roles.policy, variant, judge_name))}
+    replies = {name: [clean_reply(c.text, ("You", "User")) for c in llms[name].generate(chats, sampling)]
+               for name in (cfg.roles.policy, variant)}
     ids, contexts = [p.id for p in heldout], [p.context for p in heldout]
     v, b = replies[variant], replies[cfg.roles.policy]
-    judge_name = w.judge or cfg.roles.judge
     judged = {"empathy_rm": judge_with_rm(load_reward_fn(cfg, "empathy"), ids, contexts, v, b),
-              "independent": judge_independent(load_llm(cfg, judge_name), ids, contexts, v, b)}
+              "independent": judge_independent(llms[judge_name], ids, contexts, v, b)}
     judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name}
     summary = [summarise(variant, j, judge_models[j], rows, cfg.seed) for j, rows in judged.items()]
     by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
@@ -218,9 +215,9 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
                   winrate_rows: list[dict]) -> dict:
     import pandas as pd
 
-    from echo_lib.provenance import provenance, write_json, write_jsonl
+    from echo_lib.provenance import provenance, write_json, write_jsonl, write_text
     paths = policy_paths(cfg, variant)
-    pd.DataFrame(winrate_summary).to_csv(paths.winrate, index=False)
+    write_text(paths.winrate, pd.DataFrame(winrate_summary).to_csv(index=False))
     write_jsonl(paths.winrate_rows, winrate_rows)
     record = {"variant": variant, "scale": cfg.scale, "policy_base": cfg.roles.policy, "steps": trained.steps,
               "seconds": round(trained.seconds, 1),

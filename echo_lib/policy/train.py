@@ -13,6 +13,7 @@ advice lists, format violations), so a reward that rises while the monitors drif
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import resource
@@ -25,6 +26,7 @@ from echo_lib.policy.data import RLPrompt
 from echo_lib.policy.monitors import reply_monitors
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
+from echo_lib.provenance import write_text
 from echo_lib.rewards.train import lora_config   # reads params.lora only
 
 log = logging.getLogger(__name__)
@@ -98,13 +100,12 @@ def _fmt(x) -> str:
 
 
 def write_log(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as fh:
-        w = csv.DictWriter(fh, LOG_COLUMNS, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(path)
+    """train_log.csv, rewritten atomically after every step (a killed run keeps the steps it finished)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_text(path, buf.getvalue())
 
 
 def read_log(path: Path) -> list[dict]:
