@@ -38,8 +38,10 @@
 # `<case>_error.json` with the reason, and a rerun plays only the cases without a result.
 #
 # **Scale.** At the tiny scale one 135M-parameter model plays every role for a few short turns: the
-# dialogues are not meaningful and its judge barely separates levels. The numbers below check the
-# machinery, not the model; comparisons with the EMPA leaderboard need its judge (Gemini 2.5 Pro) and the
+# dialogues are not meaningful and its judge barely separates levels: its most likely rubric digit is
+# the same whatever the reply, so the tiny config calibrates it (`sandbox_run.judge.calibrate`: each
+# level's probability divided by its probability when the rated reply is "N/A"). The numbers below
+# check the machinery, not the model; comparisons with the EMPA leaderboard need its judge (Gemini 2.5 Pro) and the
 # published loop settings (`sandbox_run.max_turns: null`, `min_turns: null`, `director.interval: 1`).
 
 # %% tags=["parameters"]
