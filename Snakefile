@@ -10,8 +10,8 @@ import glob
 import os
 import sys
 
-# Idle OpenMP threads sleep instead of spinning (measured ~6x faster torch on a busy 2-core machine);
-# the notebooks' kernels inherit it.
+# Torch in this process (config checks) sleeps its idle OpenMP threads; each stage's kernel gets its
+# rule's threads and wait policy instead (run_stage, resources.<stage>.wait_policy).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from echo_lib.config import load_config, validate
@@ -37,6 +37,11 @@ if PUBLISHED and not os.path.isdir(PUBLISHED):
     print(f"note: published.empa_results = {PUBLISHED} is not a folder here; the published comparison "
           "(stage 05 on EMPA's runs) is skipped", file=sys.stderr)
     PUBLISHED = None
+
+
+def run_stage(stage, threads, *args, **kwargs):
+    """Run a stage notebook with the job's threads and the stage's OpenMP wait policy (see resources)."""
+    run_notebook(*args, threads=threads, wait_policy=res(stage)["wait_policy"], **kwargs)
 
 
 def res(stage):
@@ -82,7 +87,7 @@ rule models:
         gpu_model=res("models")["gpu_model"],
         cpus_per_task=res("models")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "manifest_path": output.manifest, "reply_path": output.reply}, log=log[0])
+        run_stage("models", threads, input.py, output.nb, {"config": config, "manifest_path": output.manifest, "reply_path": output.reply}, log=log[0])
 
 
 rule data:
@@ -111,7 +116,7 @@ rule data:
         gpu_model=res("data")["gpu_model"],
         cpus_per_task=res("data")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config}, log=log[0])
+        run_stage("data", threads, input.py, output.nb, {"config": config}, log=log[0])
 
 
 rule epm_published:
@@ -136,7 +141,7 @@ rule epm_published:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "result_dirs": [PUBLISHED],
+        run_stage("epm", threads, input.py, output.nb, {"config": config, "result_dirs": [PUBLISHED],
                                            "out_dir": os.path.dirname(output.summary),
                                            "case_meta_source": config["published"]["case_meta_source"]},
                      log=log[0])
@@ -176,7 +181,7 @@ rule reward_model:
         gpu_model=res("reward_models")["gpu_model"],
         cpus_per_task=res("reward_models")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "kind": wildcards.kind}, log=log[0])
+        run_stage("reward_models", threads, input.py, output.nb, {"config": config, "kind": wildcards.kind}, log=log[0])
 
 
 rule policy:
@@ -212,7 +217,7 @@ rule policy:
         gpu_model=res("policy")["gpu_model"],
         cpus_per_task=res("policy")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "variant": wildcards.variant}, log=log[0])
+        run_stage("policy", threads, input.py, output.nb, {"config": config, "variant": wildcards.variant}, log=log[0])
 
 
 def tested_adapter(wildcards):
@@ -250,7 +255,7 @@ rule sandbox:
         gpu_model=res("sandbox")["gpu_model"],
         cpus_per_task=res("sandbox")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "model": wildcards.model}, log=log[0])
+        run_stage("sandbox", threads, input.py, output.nb, {"config": config, "model": wildcards.model}, log=log[0])
 
 
 rule epm:
@@ -274,7 +279,7 @@ rule epm:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
+        run_stage("epm", threads, input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
 
 
@@ -308,7 +313,7 @@ rule nee:
         gpu_model=res("nee")["gpu_model"],
         cpus_per_task=res("nee")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "out_dir": os.path.dirname(output.summary)}, log=log[0])
+        run_stage("nee", threads, input.py, output.nb, {"config": config, "out_dir": os.path.dirname(output.summary)}, log=log[0])
 
 
 # ---- Stage 07: the paper -------------------------------------------------------------------------
@@ -355,6 +360,6 @@ rule paper:
         gpu_model=res("paper")["gpu_model"],
         cpus_per_task=res("paper")["threads"],
     run:
-        run_notebook(input.py, output.nb, {"config": config, "paper_dir": PAPER_DIR,
+        run_stage("paper", threads, input.py, output.nb, {"config": config, "paper_dir": PAPER_DIR,
                                            "published_summary": input.published[0] if input.published else ""},
                      log=log[0])

@@ -100,6 +100,7 @@ class Published:
 @dataclass(frozen=True)
 class Resources:
     threads: int
+    wait_policy: str  # OpenMP idle threads: "active" (spin) or "passive" (sleep)
     mem_mb: int
     runtime: int
     gpu: int

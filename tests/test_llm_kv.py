@@ -3,6 +3,7 @@ prompt's cache give what plain, unbatched forward passes give (up to float round
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -105,3 +106,42 @@ def test_scoring_batches_keep_groups_whole(tmp_path, tiny_lm_dir):
     for b, c in zip(llm.choose(GROUPED, options), GROUPED):
         s = llm.choose([c], options)[0]
         assert all(math.isclose(b.probs[o], s.probs[o], abs_tol=1e-4) for o in options)
+
+
+def test_head_cache_reuses_the_exact_head_and_changes_no_number(llm):
+    import torch
+    from echo_lib.llm.kv import HeadCache
+    model, tok = llm.backend.load()
+    ids = llm.backend._encode(GROUPED)
+    heads = HeadCache(max_tokens=4096)
+    with torch.inference_mode():
+        fresh = prefill(model, tok.pad_token_id, ids, new_cache(model))[0]
+        first = prefill(model, tok.pad_token_id, ids, new_cache(model), heads=heads)[0]
+        again = prefill(model, tok.pad_token_id, ids, new_cache(model), heads=heads)[0]
+        other = prefill(model, tok.pad_token_id, ids[:3], new_cache(model), heads=heads)[0]  # one case: a longer head
+    assert (heads.misses, heads.hits) == (2, 1)
+    assert torch.equal(fresh, first) and torch.equal(fresh, again)  # bit for bit, not just close
+    assert torch.allclose(other, fresh[:3], atol=1e-4)
+
+    # the backend keeps heads across calls: the same answers, and the second call hits
+    llm.backend.heads.hits = 0
+    s = Sampling(temperature=1.0, top_p=0.9, max_new_tokens=6)
+    assert [c.text for c in llm.generate(GROUPED, s)] == [c.text for c in llm.generate(GROUPED, s)]
+    assert llm.backend.heads.hits >= 1
+
+
+def test_head_cache_evicts_least_recent_and_zero_keeps_none(llm):
+    import torch
+    from echo_lib.llm.kv import HeadCache
+    model, tok = llm.backend.load()
+    a = llm.backend._encode(GROUPED[:3])
+    b = llm.backend._encode(GROUPED[3:])
+    heads = HeadCache(max_tokens=max(len(os.path.commonprefix(a)), len(os.path.commonprefix(b))))  # room for one
+    with torch.inference_mode():
+        for batch in (a, b):
+            prefill(model, tok.pad_token_id, batch, new_cache(model), heads=heads)
+    assert len(heads._heads) == 1 and tuple(b[0][:len(os.path.commonprefix(b))]) in heads._heads
+    none = HeadCache(max_tokens=0)
+    with torch.inference_mode():
+        prefill(model, tok.pad_token_id, a, new_cache(model), heads=none)
+    assert not none._heads and none.hits == 0

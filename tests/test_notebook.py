@@ -1,11 +1,12 @@
 """The notebook runner: jupytext percent -> papermill, parameters injected, executed copy + log kept."""
 import json
+import os
 
 import nbformat
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
-from echo_lib.notebook import run_notebook
+from echo_lib.notebook import run_notebook, thread_env
 
 NOTEBOOK = '''# %% [markdown]
 # # A test stage
@@ -49,3 +50,17 @@ def test_failing_cell_raises_and_keeps_partial_copy(tmp_path):
         run_notebook(py, tmp_path / "bad.ipynb", {"n": 3})
     assert "default: total=3" in outputs(tmp_path / "bad.ipynb")
     assert json.loads((tmp_path / "bad.ipynb").read_text())["metadata"]["papermill"]["exception"]
+
+
+def test_kernel_gets_the_jobs_threads_and_wait_policy(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    py = tmp_path / "env.py"
+    py.write_text('# %%\nimport os\nprint("env", os.environ.get("OMP_NUM_THREADS"), os.environ.get("OMP_WAIT_POLICY"))\n')
+    assert "env 3 ACTIVE" in outputs(run_notebook(py, tmp_path / "a.ipynb", {}, threads=3, wait_policy="active"))
+    assert "env 1 PASSIVE" in outputs(run_notebook(py, tmp_path / "p.ipynb", {}, threads=1, wait_policy="passive"))
+    # this process's environment is as it was; without threads the kernel inherits it unchanged
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE" and "OMP_NUM_THREADS" not in os.environ
+    assert "env None PASSIVE" in outputs(run_notebook(py, tmp_path / "n.ipynb", {}))
+    with pytest.raises(ValueError, match="wait_policy"):
+        thread_env(2, "spin")

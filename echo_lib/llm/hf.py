@@ -7,7 +7,8 @@ Generation is our own short decode loop rather than `model.generate`, for two re
     the whole batch pay for it.
 Prompts are left-padded; position ids come from the attention mask, so padding changes nothing but
 the arithmetic's rounding. Shared prompt prefixes run once (see kv.prefill): the head all prompts of a
-batch share (system prompt, rubric) and the head each group of them shares (one case's history).
+batch share (system prompt, rubric) and the head each group of them shares (one case's history); the
+first kind is kept across calls (`llm.head_cache_tokens`), since a role sends the same head every turn.
 `choose` scores options by log-probability: the prompts run once, and the later tokens of multi-token
 options run on the prompts' KV cache.
 """
@@ -20,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from echo_lib.llm.kv import MIN_SHARED, common_prefix, new_cache, prefill
+from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, prefill
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
 from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage,
@@ -65,6 +66,7 @@ class HFBackend:
         self.name, self.weights, self.adapter, self.revision = name, weights, adapter, revision
         self.dtype, self.device, self.load_in_4bit, self.settings = dtype, device, load_in_4bit, settings
         self._model = self._tok = None
+        self.heads = HeadCache(settings.head_cache_tokens)  # shared prompt heads, reused across calls
 
     # ----------------------------------------------------------------------------------------
     # identity (cache key) and description (provenance)
@@ -186,7 +188,7 @@ class HFBackend:
         longest = max(s.max_new_tokens for s in samplings)
         cache = new_cache(model, reserve=longest)  # room for every new token: no re-allocation while decoding
         with torch.inference_mode():
-            logits, mask, pos = prefill(model, tok.pad_token_id, ids, cache)
+            logits, mask, pos = prefill(model, tok.pad_token_id, ids, cache, heads=self.heads)
             logits = logits[:, -1, :]
             width = mask.shape[1]
             mask = torch.cat([mask, mask.new_ones((B, longest))], dim=1)  # step k attends to mask[:, :width + k]
@@ -295,7 +297,7 @@ class HFBackend:
         import torch
         model = self._model
         cache = new_cache(model, reserve=max(map(len, opt_ids)))
-        logits, mask, pos = prefill(model, self._tok.pad_token_id, prompts, cache)
+        logits, mask, pos = prefill(model, self._tok.pad_token_id, prompts, cache, heads=self.heads)
         out = torch.log_softmax(logits[:, -1, :].float(), -1)[:, [o[0] for o in opt_ids]]
         n = len(prompts)
         for k, o in enumerate(opt_ids):

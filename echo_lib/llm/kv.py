@@ -9,9 +9,15 @@ Prefill in up to three stages, each one batched forward pass over the cache rows
 Between stages the cache rows are copied to the next stage's rows. Padding then sits between the
 pieces of a row; the attention mask hides it and the position ids count only real tokens, so every
 row sees exactly its own prompt (up to the rounding of batched arithmetic).
+
+Stage 1's head recurs across calls (a role's system prompt, a judge's rubric every turn), so its
+keys and values are kept in a HeadCache and copied in when the same head comes again. Only an exact
+match counts: the head is always computed alone from the same tokens, so a reused head holds the very
+numbers a fresh pass would give, and results never depend on which calls came before.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Sequence
 
 MIN_SHARED = 8  # a shared head shorter than this is not worth a forward pass of its own
@@ -85,6 +91,36 @@ def _grow_layer(reserve: int):
     return GrowLayer()
 
 
+class HeadCache:
+    """Keys and values of recent stage-1 heads, by their exact token sequence; least recently used
+    heads leave first once the kept heads hold more than `max_tokens` tokens (0 keeps none)."""
+
+    def __init__(self, max_tokens: int):
+        self.max_tokens = max_tokens
+        self._heads: OrderedDict[tuple[int, ...], list] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def get(self, head: Sequence[int]) -> list | None:
+        kv = self._heads.get(tuple(head))
+        if kv is None:
+            self.misses += 1
+            return None
+        self._heads.move_to_end(tuple(head))
+        self.hits += 1
+        return kv
+
+    def put(self, head: Sequence[int], cache) -> None:
+        if len(head) > self.max_tokens:
+            return
+        self._heads[tuple(head)] = [(layer.keys.clone(), layer.values.clone()) for layer in cache.layers]
+        while sum(map(len, self._heads)) > self.max_tokens:
+            self._heads.popitem(last=False)
+
+
+def _all_grow_layers(cache) -> bool:
+    return all(type(layer).__name__ == "GrowLayer" for layer in cache.layers)
+
+
 def common_prefix(ids: Sequence[Sequence[int]]) -> int:
     n = 0
     for column in zip(*ids):
@@ -147,15 +183,25 @@ def padded(ids: Sequence[Sequence[int]], pad: int, device):
     return input_ids.to(device), mask.to(device), position_ids.to(device)
 
 
-def prefill(model, pad: int, ids: list[list[int]], cache, keep: int = 1):
-    """Run the prompts into `cache`; return (logits of the last `keep` positions, attention mask, positions)."""
+def prefill(model, pad: int, ids: list[list[int]], cache, keep: int = 1, heads: HeadCache | None = None):
+    """Run the prompts into `cache`; return (logits of the last `keep` positions, attention mask, positions).
+    With `heads`, the head all prompts share is looked up there first and kept there after."""
     import torch
     dev = model.device
     n = len(ids)
     shared = min(common_prefix(ids), min(map(len, ids)) - 1) if n > 1 else 0
     rows_mask = torch.ones((1, 0), dtype=torch.long, device=dev)  # what each cache row holds (1 = real token)
     if shared >= MIN_SHARED:  # stage 1
-        model(input_ids=torch.tensor([ids[0][:shared]], device=dev), cache=cache, use_cache=True, logits_to_keep=1)
+        head = ids[0][:shared]
+        heads = heads if heads is not None and heads.max_tokens and _all_grow_layers(cache) else None
+        kept = heads.get(head) if heads else None
+        if kept:
+            for layer, (k, v) in zip(cache.layers, kept):
+                layer.update(k, v)
+        else:
+            model(input_ids=torch.tensor([head], device=dev), cache=cache, use_cache=True, logits_to_keep=1)
+            if heads:
+                heads.put(head, cache)
         rows_mask = rows_mask.new_ones((1, shared))
     else:
         shared = 0

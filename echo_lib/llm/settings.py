@@ -23,6 +23,7 @@ class LLMSettings:
     top_logprobs: int = 20             # openai choose: how many next-token candidates to ask for
     choose_fallback: str = "error"     # openai choose without logprobs: "error" or "generate" (greedy + exact match)
     tool_arg_tokens: int = 32          # hf call_tools: most tokens for a free-text argument
+    head_cache_tokens: int = 8192      # hf: tokens of shared prompt heads kept across calls (0: none)
     tool_call_tokens: int = 256        # openai call_tools: most tokens for the whole call
     progress: bool = True              # tqdm bars on batches of more than one step
 
