@@ -38,6 +38,7 @@ def chats(n: int) -> list:
 @pytest.mark.parametrize("request_", [
     chat_request("m", chats(1)[0], Sampling(temperature=0.7, top_p=0.9, stop=("\n",), seed=3, json_mode=True)),
     chat_request("m", chats(1)[0], Sampling(temperature=0)),
+    chat_request("m", chats(1)[0], Sampling(temperature=0.7, top_p=0.8, presence_penalty=1.5, top_k=20)),
     choose_request("m", chats(1)[0], top_logprobs=20),
     tools_request("m", chats(1)[0], TOOLS, max_tokens=64),
 ])
@@ -45,6 +46,9 @@ def test_request_shapes_match_the_openai_types(request_):
     import pydantic
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming as Params
 
+    request_ = dict(request_)
+    extra = request_.pop("extra_body", {})  # a keyword of create() for what the OpenAI API lacks (top_k)
+    assert set(extra) <= {"top_k"}
     assert set(request_) <= set(typing.get_type_hints(Params))
     valid = pydantic.TypeAdapter(Params).validate_python(request_)
     list(valid["messages"])  # iterables validate lazily

@@ -193,7 +193,8 @@ class HFBackend:
             width = mask.shape[1]
             mask = torch.cat([mask, mask.new_ones((B, longest))], dim=1)  # step k attends to mask[:, :width + k]
             while active:
-                nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active])
+                nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active],
+                                 [new[r] for r in active])
                 keep = []
                 for j, r in enumerate(active):
                     t = int(nxt[j])
@@ -225,15 +226,21 @@ class HFBackend:
         return out
 
     @staticmethod
-    def _pick(logits, samplings: list[Sampling], gens) -> Any:
-        """Next token per row: argmax for greedy rows; else temperature, top-p, and one uniform draw from the
-        row's own generator mapped through the cumulative distribution (inverse CDF).
+    def _pick(logits, samplings: list[Sampling], gens, replies: list[list[int]] | None = None) -> Any:
+        """Next token per row: the presence penalty first (as OpenAI and vLLM apply it: minus the penalty on
+        every token the row's reply already holds); then argmax for greedy rows; else temperature, top-k,
+        top-p, and one uniform draw from the row's own generator mapped through the cumulative distribution
+        (inverse CDF).
 
-        Top-p works on the TOP_K most likely tokens (a full sort of a 49k vocabulary per row per step cost
-        more than the model's forward pass); a row whose nucleus is not inside them falls back to a full sort.
+        Top-k and top-p work on the TOP_K most likely tokens (a full sort of a 49k vocabulary per row per step
+        cost more than the model's forward pass); a row whose nucleus is not inside them falls back to a full
+        sort.
         """
         import torch
         logits = logits.float().cpu()
+        for j, s in enumerate(samplings):
+            if s.presence_penalty and replies and replies[j]:
+                logits[j, sorted(set(replies[j]))] -= s.presence_penalty
         rows = [j for j, s in enumerate(samplings) if not s.greedy]
         picks = logits.argmax(-1) if len(rows) < len(samplings) else torch.empty(len(samplings), dtype=torch.long)
         if not rows:
@@ -248,13 +255,18 @@ class HFBackend:
         head_l, head_i = scaled.topk(min(TOP_K, scaled.shape[-1]), dim=-1)
         head_p = (head_l - lse).exp()
         for r, j in enumerate(rows):
-            top_p = samplings[j].top_p
-            if top_p < 1 and head_p[r].sum() >= top_p:
+            top_p, top_k = samplings[j].top_p, samplings[j].top_k
+            if 0 < top_k <= head_p.shape[-1]:
+                p, idx = head_p[r, :top_k], head_i[r, :top_k]  # sorted: the k most likely
+            elif top_p < 1 and head_p[r].sum() >= top_p:
                 p, idx = head_p[r], head_i[r]
             else:
                 p, idx = (scaled[r] - lse[r]).exp(), None
-                if top_p < 1:
+                if top_p < 1 or top_k:
                     p, idx = p.sort(descending=True)
+                    p, idx = (p[:top_k], idx[:top_k]) if top_k else (p, idx)
+            if top_k:
+                p = p / p.sum()  # top-p then measures mass within the k, as vLLM does
             if top_p < 1:
                 p = p.masked_fill((p.cumsum(0) - p) >= top_p, 0)  # smallest head whose mass reaches top_p
             cdf = p.cumsum(0)

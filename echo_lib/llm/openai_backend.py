@@ -37,6 +37,10 @@ def chat_request(model: str, messages: Chat, sampling: Sampling) -> dict:
                            "temperature": sampling.temperature}
     if not sampling.greedy:
         req.update(top_p=sampling.top_p, seed=sampling.seed)
+        if sampling.top_k:  # not an OpenAI parameter: vLLM and most other servers read it from the body
+            req["extra_body"] = {"top_k": sampling.top_k}
+    if sampling.presence_penalty:
+        req["presence_penalty"] = sampling.presence_penalty
     if sampling.stop:
         req["stop"] = list(sampling.stop)
     if sampling.json_mode:

@@ -33,12 +33,15 @@ class Sampling:
     stop: tuple[str, ...] = ()
     seed: int = 0
     json_mode: bool = False  # openai: response_format json_object, reply checked to parse
+    top_k: int = 0           # sample among the k most likely tokens only (0: no limit)
+    presence_penalty: float = 0.0  # subtracted from the logit of every token the reply already holds
 
     def __post_init__(self):
         object.__setattr__(self, "stop", tuple(self.stop))
-        if self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1:
+        if (self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens < 1 or self.top_k < 0
+                or not -2 <= self.presence_penalty <= 2):
             raise ValueError(f"invalid sampling settings {self}: need temperature >= 0, 0 < top_p <= 1, "
-                             "max_new_tokens >= 1")
+                             "max_new_tokens >= 1, top_k >= 0, -2 <= presence_penalty <= 2")
 
     @property
     def greedy(self) -> bool:
@@ -49,7 +52,10 @@ class Sampling:
         d = dataclasses.asdict(self)
         d["stop"] = list(self.stop)
         if self.greedy:
-            d.pop("seed"), d.pop("top_p")
+            d.pop("seed"), d.pop("top_p"), d.pop("top_k")
+        for name in ("top_k", "presence_penalty"):  # off: left out, so keys made before they existed still hit
+            if not d.get(name, 1):
+                d.pop(name, None)
         return d
 
 

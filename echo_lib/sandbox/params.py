@@ -22,12 +22,14 @@ class ReplySampling:
     temperature: float = 0.7
     top_p: float = 0.8
     max_new_tokens: int = 48
+    presence_penalty: float = 0.0  # published for the tested model: 1.5 (the schema's default there)
+    top_k: int = 0
 
     def with_seed(self, seed: int):
         """These settings as the model layer's Sampling for one call."""
         from echo_lib.llm.types import Sampling
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_new_tokens=self.max_new_tokens,
-                        seed=seed)
+                        presence_penalty=self.presence_penalty, top_k=self.top_k, seed=seed)
 
 
 @dataclass(frozen=True)
