@@ -4,7 +4,8 @@
 
 1. batched `generate` of 32 chats x 48 new tokens vs the same chats one at a time (aggregate tokens/s);
 2. where the time goes: prefill vs per-step decode at batch 32 and 1, padding share, threads;
-3. `choose` over a 4-level rubric question vs generating an answer and parsing it (speed-up, parse failures);
+3. `choose` over a 4-level rubric question vs generating an answer and parsing it (speed-up, parse failures),
+   for answer budgets of 16, 32 and 64 tokens;
 4. a second run of the same batch through the cache: model calls (0) and wall time.
 Timings are wall-clock on whatever else the machine is doing; run it on a quiet machine.
 """
@@ -94,6 +95,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--model", default="results/models/smollm2-135m-instruct")
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
     ap.add_argument("--sequential", type=int, default=32, help="chats to run one at a time (<= 32)")
+    ap.add_argument("--answer-tokens", type=int, nargs="+", default=[16, 32, 64],
+                    help="budgets of the generate-and-parse answers that choose is compared with")
     ap.add_argument("--dtype", default="float32", help="weights and compute dtype (bfloat16 uses AMX where the CPU has it)")
     args = ap.parse_args(argv)
     if not Path(args.model, "config.json").exists():
@@ -126,17 +129,20 @@ def main(argv=None) -> dict:
     prompts = judge_prompts()
     options = ["0", "1", "2", "3"]
     choices, dt_c = timed(lambda: llm.choose(prompts, options))
-    answers, dt_g = timed(lambda: llm.generate(prompts, Sampling(temperature=0, max_new_tokens=16)))
-    parsed = [m.group(0) if (m := re.search(r"\b[0-3]\b", a.text)) else None for a in answers]
-    res["choose"] = {
-        "prompts": 32, "options": options, "choose_s": round(dt_c, 2), "generate_and_parse_s": round(dt_g, 2),
-        "speedup": round(dt_g / dt_c, 2), "generate_max_new_tokens": 16,
-        "parse_failure_rate": round(sum(p is None for p in parsed) / len(parsed), 3),
-        "agreement_where_parsed": round(sum(p == c.best for p, c in zip(parsed, choices) if p)
-                                        / max(1, sum(p is not None for p in parsed)), 3),
-        "mean_coverage": round(sum(c.coverage for c in choices) / len(choices), 3),
-        "example_answers": [a.text for a in answers[:3]],
-    }
+    res["choose"] = {"prompts": 32, "options": options, "choose_s": round(dt_c, 2),
+                     "mean_coverage": round(sum(c.coverage for c in choices) / len(choices), 3),
+                     "generate_and_parse": []}
+    # the generated answer's budget decides the cost of that way: 16 tokens is the least that holds
+    # "Rating: 2" after a short preamble; longer budgets let a small model reach its digit more often
+    for budget in args.answer_tokens:
+        answers, dt_g = timed(lambda: llm.generate(prompts, Sampling(temperature=0, max_new_tokens=budget)))
+        parsed = [m.group(0) if (m := re.search(r"\b[0-3]\b", a.text)) else None for a in answers]
+        res["choose"]["generate_and_parse"].append({
+            "max_new_tokens": budget, "seconds": round(dt_g, 2), "speedup_of_choose": round(dt_g / dt_c, 2),
+            "parse_failure_rate": round(sum(p is None for p in parsed) / len(parsed), 3),
+            "agreement_where_parsed": round(sum(p == c.best for p, c in zip(parsed, choices) if p)
+                                            / max(1, sum(p is not None for p in parsed)), 3),
+            "example_answers": [a.text for a in answers[:3]]})
 
     on = LLMSettings(cache=True, progress=False, provenance=False)
     cache_dir = tempfile.mkdtemp()

@@ -145,3 +145,25 @@ def test_head_cache_evicts_least_recent_and_zero_keeps_none(llm):
     with torch.inference_mode():
         prefill(model, tok.pad_token_id, a, new_cache(model), heads=none)
     assert not none._heads and none.hits == 0
+
+
+def test_rows_apart_match_the_padded_pass(llm, monkeypatch):
+    """Prompts of very different lengths run one pass per row on a CPU; the logits and what the cache
+    then holds give the same answers as one padded pass."""
+    import torch
+    from echo_lib.llm import kv
+    model, tok = llm.backend.load()
+    chats = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi. " * n}] for n in (1, 40, 3, 90)]
+    ids = llm.backend._encode(chats)
+    assert kv.apart_pays(list(map(len, ids)))
+    with torch.inference_mode():
+        apart = prefill(model, tok.pad_token_id, ids, new_cache(model))
+        monkeypatch.setattr(kv, "apart_pays", lambda lengths: False)
+        together = prefill(model, tok.pad_token_id, ids, new_cache(model))
+    assert torch.allclose(apart[0], together[0], atol=1e-4)
+    assert torch.equal(apart[1], together[1]) and torch.equal(apart[2], together[2])
+    s = Sampling(temperature=1.0, top_p=0.9, max_new_tokens=8)
+    padded_texts = [c.text for c in llm.generate(chats, s)]
+    monkeypatch.undo()
+    assert [c.text for c in llm.generate(chats, s)] == padded_texts == [llm.generate([c], s)[0].text for c in chats]
+    assert not kv.apart_pays([40, 41, 42]) and not kv.apart_pays([90])

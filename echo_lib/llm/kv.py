@@ -224,11 +224,52 @@ def prefill(model, pad: int, ids: list[list[int]], cache, keep: int = 1, heads: 
 
 
 def _extend(model, pad: int, cache, prev_mask, seqs: list[list[int]], keep: int):
-    """One padded forward pass that appends `seqs` (one per cache row) to the cache."""
+    """Append `seqs` (one per cache row) to the cache: one padded forward pass, or on a CPU, where padding
+    costs as much as real tokens and batching gains nothing once a pass holds dozens of tokens, one pass
+    per row when that computes clearly fewer tokens (see apart_pays)."""
     import torch
     input_ids, mask, pos = padded(seqs, pad, model.device)
     mask = torch.cat([prev_mask, mask], dim=1)
     pos = pos + prev_mask.sum(-1, keepdim=True)  # positions count the real tokens before
+    if model.device.type == "cpu" and apart_pays(list(map(len, seqs))) and _all_grow_layers(cache):
+        return _extend_apart(model, cache, mask, pos, seqs, keep), mask, pos
     logits = model(input_ids=input_ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
                    logits_to_keep=keep).logits
     return logits, mask, pos
+
+
+PASS_COST = 32  # a forward pass of its own costs about as much as this many more tokens in a shared one
+
+
+def apart_pays(lengths: Sequence[int]) -> bool:
+    """Whether one pass per row computes at least 10% fewer tokens than one padded pass."""
+    return len(lengths) > 1 and sum(lengths) + PASS_COST * len(lengths) < 0.9 * len(lengths) * max(lengths)
+
+
+def _extend_apart(model, cache, mask, pos, seqs: list[list[int]], keep: int):
+    """_extend with one unpadded pass per row; the new keys and values are then laid out exactly as the
+    padded pass lays them out (left padding, hidden by `mask`), so later steps cannot tell the difference."""
+    import torch
+    width = max(map(len, seqs))
+    before = mask.shape[1] - width  # what the cache rows hold already
+    old = [(layer.keys, layer.values) for layer in cache.layers] if before else None
+    rows, logits = [], []
+    for r, seq in enumerate(seqs):
+        row = new_cache(model, reserve=len(seq))
+        for layer, (k, v) in zip(row.layers, old or []):
+            layer.update(k[r:r + 1], v[r:r + 1])
+        out = model(input_ids=torch.tensor([seq], device=model.device),
+                    attention_mask=torch.cat([mask[r:r + 1, :before], mask.new_ones((1, len(seq)))], dim=1),
+                    position_ids=pos[r:r + 1, width - len(seq):], cache=row, use_cache=True,
+                    logits_to_keep=keep).logits
+        rows.append([(layer.keys[:, :, before:], layer.values[:, :, before:]) for layer in row.layers])
+        logits.append(torch.nn.functional.pad(out, (0, 0, keep - out.shape[1], 0)) if out.shape[1] < keep else out)
+    for i, layer in enumerate(cache.layers):
+        parts = [[torch.nn.functional.pad(kv[i][j], (0, 0, width - kv[i][j].shape[2], 0)) for kv in rows]
+                 for j in (0, 1)]  # left-pad each row's new keys / values to the common width
+        k, v = torch.cat(parts[0]), torch.cat(parts[1])
+        if old:
+            k, v = torch.cat([old[i][0], k], dim=2), torch.cat([old[i][1], v], dim=2)
+        layer.reset()
+        layer.update(k, v)
+    return torch.cat(logits)
