@@ -7,7 +7,8 @@
 3. `choose` over a 4-level rubric question vs generating an answer and parsing it (speed-up, parse failures),
    for answer budgets of 16, 32 and 64 tokens;
 4. a second run of the same batch through the cache: model calls (0) and wall time.
-Timings are wall-clock on whatever else the machine is doing; run it on a quiet machine.
+Timings are wall-clock on whatever else the machine is doing; run it on a quiet machine, with
+OMP_WAIT_POLICY=ACTIVE as the DAG's stages run (resources.<stage>.wait_policy; echo_lib sets PASSIVE otherwise).
 """
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ def main(argv=None) -> dict:
     sampling = Sampling(temperature=0.7, top_p=0.9, max_new_tokens=48, seed=0)
     llm.generate(chats[:2], Sampling(temperature=0.7, max_new_tokens=4))  # warm-up
 
-    res: dict = {"model": args.model, "dtype": args.dtype, "load_s": round(load_s, 2), "loadavg_before": os.getloadavg()}
+    res: dict = {"model": args.model, "dtype": args.dtype, "load_s": round(load_s, 2), "loadavg_before": os.getloadavg(),
+                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}  # ACTIVE is what a DAG stage runs with
     batched, dt_b = timed(lambda: llm.generate(chats, sampling))
     tok_b = sum(c.completion_tokens for c in batched)
     n_seq = args.sequential

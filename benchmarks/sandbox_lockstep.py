@@ -13,7 +13,8 @@ under a temporary folder and `llm.cache: false`, so neither arm is answered from
 loaded before the clock starts in both arms. Besides wall time and peak memory, each arm reports where the
 time goes (seconds in each role: Actor, tested model, Judge IEDR / MDEP, Director), the model layer's
 token counts (from the run's llm_provenance.jsonl) and every case's termination and turns.
-Timings are wall-clock on whatever else the machine is doing; run it once, on a machine as quiet as you can.
+Timings are wall-clock on whatever else the machine is doing; run it once, on a machine as quiet as you can,
+with OMP_WAIT_POLICY=ACTIVE as the DAG's stages run (echo_lib sets PASSIVE otherwise).
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ def main(argv=None) -> dict:
     res = {"config": "config/default.yaml (tiny) + sandbox.max_cases / sandbox_run.max_turns, llm.cache false",
            "model": "embedded smollm2-135m-instruct in all roles", "n_cases": args.cases, "max_turns": args.max_turns,
            "min_turns": min(3, args.max_turns), "threads": args.threads or "torch default",
-           "cpu_count": os.cpu_count(), "loadavg_before": os.getloadavg(), "work": str(work)}
+           "cpu_count": os.cpu_count(), "loadavg_before": os.getloadavg(), "work": str(work),
+           "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     for arm in ("lockstep", "one_by_one"):
         cmd = [sys.executable, __file__, "--arm", arm, "--cases", str(args.cases), "--max-turns",
                str(args.max_turns), "--work", str(work), "--threads", str(args.threads)]
