@@ -105,3 +105,21 @@ def test_load_items_checks_the_contract(tmp_path):
         load_items(write_jsonl(tmp_path / "e3.jsonl", [ends_with_assistant]), "empathy")
     with pytest.raises(DataError, match="run stage 01"):
         load_items(tmp_path / "nope.jsonl", "humanlike")
+
+
+@pytest.mark.parametrize("kind", ["human", "model_reply", "context_removed"])
+def test_context_free_variant_judges_the_reply_alone(kind):
+    """METHOD 2.4's context-free Humanlike RM: the prompt holds the reply only, the target asks no
+    "context fit", and the kinds only a context reveals are left out of its data."""
+    from echo_lib.rewards.data import context_free_items
+    item = humanlike_item(kind=kind)
+    ex = to_example(item, "humanlike", context_free=True)
+    text = " ".join(m["content"] for m in ex.prompt)
+    assert item["reply"] in text and not any(turn in text for turn in item["context"])
+    assert "context fit" not in ex.target and "context fit" not in ex.prompt[0]["content"]
+    p = parse(ex.target, "humanlike")
+    assert p.ok and p.answer == ("human" if kind == "human" else "machine")
+    assert checks_reward(p.think, kind, context_free=True) == 1.0
+    assert ex.gold["context_free"] is True
+    kinds = ["human", "model_reply", "context_removed", "last_turn_swapped", "turns_shuffled"]
+    assert [it["kind"] for it in context_free_items([humanlike_item(kind=k) for k in kinds])] == kinds[:3]

@@ -136,6 +136,13 @@ def test_humanlike_and_scalar_reward_fns(tmp_path):
     prompts = [[{"role": "user", "content": "hey"}, {"role": "assistant", "content": "yo"},
                 {"role": "user", "content": "sup"}]] * 2
     assert hl(prompts=prompts, completions=["lol nothing", "I am an AI assistant."]) == [1.0, 0.0]
+    # the context-free variant shows the reply alone: a context that says "lol" no longer decides
+    free = RewardModelFn(llm(tmp_path, lambda u: "<think>t</think><answer>" + ("human" if "lol" in u else "machine")
+                             + "</answer>", "f")[0], "humanlike", 64, context_free=True)
+    lol_context = [[{"role": "user", "content": "lol hey"}, {"role": "assistant", "content": "yo"},
+                    {"role": "user", "content": "sup"}]] * 2
+    assert free(prompts=lol_context, completions=["nothing much", "lol same"]) == [0.0, 1.0]
+    assert hl(prompts=lol_context, completions=["nothing much", "lol same"]) == [1.0, 1.0]
     sc = RewardModelFn(llm(tmp_path, lambda u: "<think>t</think><score>10</score>" if "great" in u else "garbage",
                            "s")[0], "scalar", 64, unparsed_reward=-0.5)
     assert sc(prompts=["I failed."] * 2, completions=["great reply", "meh"]) == [1.0, -0.5]

@@ -61,7 +61,8 @@ def test_grpo_step_changes_the_adapter(tiny_lm_dir, tmp_path):
     assert changed(before, adapter_weights(trainer.model))
 
 
-def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path):
+@pytest.mark.parametrize("context", ["aware", "free"])
+def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path, context):
     from echo_lib.config import load_config
     from echo_lib.rewards import stage
     from echo_lib.rewards.reward_fn import load_reward_fn
@@ -71,11 +72,14 @@ def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path):
                        "llm": {"progress": False},
                        "reward_models": {"sft": {"steps": 1, "batch_size": 2, "max_length": 2048},
                                          "grpo": {"steps": 1, "num_generations": 2, "max_completion_length": 8},
-                                         "eval": {"max_items": 4, "max_new_tokens": 8}}})
+                                         "eval": {"max_items": 4, "max_new_tokens": 8},
+                                         "humanlike_context": context}})
     kinds = ["human", "model_reply", "last_turn_swapped", "turns_shuffled", "human", "context_removed"]
     for split in ("train", "test"):
         write_jsonl(cfg.run_dir / "data" / "humanlike" / f"{split}.jsonl",
                     [humanlike_item(i, k) for i, k in enumerate(kinds)])
+    used = [it["kind"] for it in stage.items(cfg, "humanlike", "train")]
+    assert used == (kinds if context == "aware" else ["human", "model_reply", "human", "context_removed"])
     result = stage.train(cfg, "humanlike")
     paths = stage.rm_paths(cfg, "humanlike")
     assert (paths.adapter / "adapter_config.json").exists() and result.steps == {"sft": 1, "grpo": 1}
@@ -94,6 +98,7 @@ def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path):
 
     fn = load_reward_fn(cfg, "humanlike")
     assert fn(prompts=["hey"], completions=["yo"]) == [cfg.reward_models.unparsed_reward]
+    assert fn.context_free == (context == "free")
 
 
 def test_training_needs_steps_and_enough_items(tiny_lm_dir, tmp_path):

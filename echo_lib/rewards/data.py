@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from echo_lib.rewards.profile import CONTEXT_ONLY_KINDS
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target
 from echo_lib.rewards.verdict import score_target
@@ -74,7 +75,7 @@ def load_items(path: str | Path, kind: str) -> list[dict]:
     return items
 
 
-def to_example(item: dict, kind: str, field_words: int = 8) -> Example:
+def to_example(item: dict, kind: str, field_words: int = 8, context_free: bool = False) -> Example:
     if kind == "empathy":
         gold = {"kind": kind, "label": item["label"], "profile": item["profile"]}
         return Example(item["id"], empathy_prompt(item["context"], item["reference"], item["candidate"]),
@@ -84,13 +85,19 @@ def to_example(item: dict, kind: str, field_words: int = 8) -> Example:
         return Example(item["id"], scalar_prompt(item["context"], item["candidate"]),
                        scalar_target(item, field_words), gold)
     if kind == "humanlike":
-        gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"]}
-        return Example(item["id"], humanlike_prompt(item["context"], item["reply"]), humanlike_target(item), gold)
+        gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"], **({"context_free": True} if context_free else {})}
+        return Example(item["id"], humanlike_prompt(item["context"], item["reply"], context_free),
+                       humanlike_target(item, context_free), gold)
     raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
 
 
-def examples(items: list[dict], kind: str, field_words: int = 8) -> list[Example]:
-    return [to_example(it, kind, field_words) for it in items]
+def examples(items: list[dict], kind: str, field_words: int = 8, context_free: bool = False) -> list[Example]:
+    return [to_example(it, kind, field_words, context_free) for it in items]
+
+
+def context_free_items(items: list[dict]) -> list[dict]:
+    """The humanlike items the context-free variant can judge: without the kinds only the context reveals."""
+    return [it for it in items if it["kind"] not in CONTEXT_ONLY_KINDS]
 
 
 def sft_rows(exs: list[Example]) -> list[dict[str, Any]]:

@@ -46,8 +46,8 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
-def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True
-                ) -> list[dict]:
+def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
+                context_free: bool = False) -> list[dict]:
     """One row per item: the raw outputs, what parsed, and what the metrics need."""
     greedy = Sampling(temperature=0, max_new_tokens=max_new_tokens)
     if kind == "empathy":
@@ -58,7 +58,7 @@ def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, posi
         chats = [scalar_prompt(it["context"], it["candidate"]) for it in items]
         chats += [scalar_prompt(it["context"], it["reference"]) for it in items]
     elif kind == "humanlike":
-        chats = [humanlike_prompt(it["context"], it["reply"]) for it in items]
+        chats = [humanlike_prompt(it["context"], it["reply"], context_free) for it in items]
     else:
         raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
     outs = [c.text for c in llm.generate(chats, greedy)]
@@ -125,9 +125,9 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
     return m
 
 
-def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True
-             ) -> tuple[dict, list[dict]]:
-    rows = judge_items(llm, items, kind, max_new_tokens, position_swap)
+def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
+             context_free: bool = False) -> tuple[dict, list[dict]]:
+    rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free)
     return metrics(rows, kind), rows
 
 

@@ -62,3 +62,7 @@ class RewardModelParams:
     process_scorer: str = "lexical"   # "lexical" (transparent field matching) or "judge" (a model per field)
     process_judge: str | None = None  # model name for process_scorer "judge" (null = roles.reward_model)
     unparsed_reward: float = 0.0   # what a policy reward function returns when the RM's output does not parse
+    humanlike_context: str = "aware"  # "aware" (context + reply) or "free" (the reply alone), METHOD 2.4
+
+    def context_free(self, kind: str) -> bool:
+        return kind == "humanlike" and self.humanlike_context == "free"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Sequence
 
-from echo_lib.rewards.profile import (CHECKS_GOLD, LEVELS, NEEDS, PROFILE_FIELDS, as_text, parse_checks,
+from echo_lib.rewards.profile import (checks_gold, LEVELS, NEEDS, PROFILE_FIELDS, as_text, parse_checks,
                                       parse_profile)
 
 STOP = set("""a an the and or but of to in on at for with from by about as into over under than then that this
@@ -103,9 +103,9 @@ def profile_reward(think: str | None, profile: Mapping[str, Any], judge=None) ->
     return sum(scores.values()) / len(scores) if scores else 0.0
 
 
-def checks_reward(think: str | None, kind: str) -> float:
+def checks_reward(think: str | None, kind: str, context_free: bool = False) -> float:
     """Humanlike: share of the checks the item's kind determines that the reasoning states right."""
-    gold = CHECKS_GOLD.get(kind)
+    gold = checks_gold(kind, context_free)
     if not think or not gold:
         return 0.0
     stated = parse_checks(think)

@@ -36,6 +36,14 @@ CHECKS_GOLD: dict[str, dict[str, str]] = {
     "last_turn_swapped": {"ai_tells": "no", "context_fit": "no"},
     "turns_shuffled": {"ai_tells": "no", "coherent": "no"},
 }
+# human text whose only fault is its context: the context-free variant cannot tell it, so does not use it
+CONTEXT_ONLY_KINDS = ("last_turn_swapped", "turns_shuffled")
+
+
+def checks_gold(kind: str, context_free: bool = False) -> dict[str, str]:
+    """The checks an item's kind determines (without the context, "context fit" is not asked)."""
+    gold = CHECKS_GOLD.get(kind, {})
+    return {k: v for k, v in gold.items() if not (context_free and k == "context_fit")}
 
 
 def as_text(value: Any) -> str:

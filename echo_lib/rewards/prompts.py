@@ -29,6 +29,13 @@ Conclusion: one sentence.
 Then write the verdict: <answer>human</answer> or <answer>machine</answer>. Write nothing after it."""
 
 
+HUMANLIKE_FREE_SYSTEM = """You decide whether a chat message was written by a person or by a machine (a chatbot).
+First reason inside <think></think>, in two short lines:
+Checks: AI tells: yes|no; coherent: yes|no
+Conclusion: one sentence.
+Then write the verdict: <answer>human</answer> or <answer>machine</answer>. Write nothing after it."""
+
+
 def dialogue_text(context: Sequence[dict]) -> str:
     """An empathy context (role/content messages) as plain lines."""
     names = {"user": "User", "assistant": "Assistant"}
@@ -53,7 +60,11 @@ def scalar_prompt(context: Sequence[dict], reply: str) -> list[dict]:
     return [{"role": "system", "content": SCALAR_SYSTEM}, {"role": "user", "content": user}]
 
 
-def humanlike_prompt(context: Sequence[str], reply: str) -> list[dict]:
+def humanlike_prompt(context: Sequence[str], reply: str, context_free: bool = False) -> list[dict]:
+    """The context-aware prompt, or with `context_free` the reply alone (METHOD 2.4's two variants)."""
+    if context_free:
+        return [{"role": "system", "content": HUMANLIKE_FREE_SYSTEM},
+                {"role": "user", "content": f"Chat message to judge: {reply}"}]
     chat = chat_text(context) if context else "(no earlier turns)"
     user = f"Chat:\n{chat}\n\nReply to judge (B): {reply}"
     return [{"role": "system", "content": HUMANLIKE_SYSTEM}, {"role": "user", "content": user}]

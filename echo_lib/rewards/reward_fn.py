@@ -33,10 +33,12 @@ def prompt_context(prompt: Any) -> list[dict]:
 class RewardModelFn:
     """A TRL reward function `f(prompts, completions, **columns) -> list[float]` over a reward-model LLM."""
 
-    def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float = 0.0):
+    def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float = 0.0,
+                 context_free: bool = False):
         if kind not in ("empathy", "humanlike", "scalar"):
             raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
         self.llm, self.kind, self.unparsed_reward = llm, kind, unparsed_reward
+        self.context_free = context_free  # humanlike: judge the reply alone (trained that way in stage 02)
         self.sampling = Sampling(temperature=0, max_new_tokens=max_new_tokens)
         self.__name__ = f"{kind}_rm"   # TRL logs rewards/<__name__>/mean
         self.last_stats: dict[str, Any] = {}
@@ -53,7 +55,7 @@ class RewardModelFn:
             return [empathy_prompt(c, ref, r) for c, ref, r in zip(contexts, reference, replies)]
         if self.kind == "scalar":
             return [scalar_prompt(c, r) for c, r in zip(contexts, replies)]
-        return [humanlike_prompt([m["content"] for m in c], r) for c, r in zip(contexts, replies)]
+        return [humanlike_prompt([m["content"] for m in c], r, self.context_free) for c, r in zip(contexts, replies)]
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None = None,
                  **_: Any) -> list[float]:
@@ -77,4 +79,5 @@ def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardMode
     from echo_lib.rewards.stage import rm_llm, rm_paths
     adapter = adapter_dir or str(rm_paths(cfg, kind).adapter)
     p = cfg.reward_models
-    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed_reward)
+    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed_reward,
+                         context_free=p.context_free(kind))

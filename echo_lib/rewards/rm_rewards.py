@@ -39,7 +39,7 @@ def process(kind: str, text: str, gold: dict, judge=None) -> float:
     which gives GRPO a signal before the model has learned to finish the format)."""
     think = _think_block(text)
     if kind == "humanlike":
-        return checks_reward(think, gold["item_kind"])
+        return checks_reward(think, gold["item_kind"], gold.get("context_free", False))
     return profile_reward(think, gold["profile"], judge)
 
 

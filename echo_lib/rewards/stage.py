@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.rewards.data import data_file, examples, load_items
+from echo_lib.rewards.data import context_free_items, data_file, examples, load_items
 from echo_lib.rewards.evaluate import evaluate, metrics_table
 from echo_lib.rewards.params import KINDS
 from echo_lib.rewards.train import TrainResult, train_reward_model
@@ -78,6 +78,8 @@ def rm_llm(cfg, adapter: str | Path | None = None):
 def items(cfg, kind: str, split: str, limit: int = 0) -> list[dict]:
     """The split's items; with a limit, a seeded sample of that many (order kept)."""
     all_items = load_items(data_file(cfg.run_dir, kind, split), kind)
+    if cfg.reward_models.context_free(kind):
+        all_items = context_free_items(all_items)
     if limit and limit < len(all_items):
         keep = sorted(random.Random(cfg.seed).sample(range(len(all_items)), limit))
         all_items = [all_items[i] for i in keep]
@@ -98,7 +100,7 @@ def train(cfg, kind: str) -> TrainResult:
     from echo_lib.model_setup import weights_path
     p = cfg.reward_models
     spec = rm_spec(cfg)
-    exs = examples(items(cfg, kind, "train", p.max_train_items), kind, p.target_field_words)
+    exs = examples(items(cfg, kind, "train", p.max_train_items), kind, p.target_field_words, p.context_free(kind))
     return train_reward_model(weights_path(cfg, spec), kind, exs, p, rm_paths(cfg, kind).dir, seed=cfg.seed,
                               judge=process_judge(cfg), use_cpu=spec.device == "cpu", dtype=spec.dtype)
 
@@ -109,7 +111,7 @@ def evaluate_models(cfg, kind: str, adapter: str | Path) -> dict[str, tuple[dict
     test = items(cfg, kind, "test", p.max_items)
     out = {}
     for name, llm in (("base", rm_llm(cfg)), ("trained", rm_llm(cfg, adapter))):
-        out[name] = evaluate(llm, test, kind, p.max_new_tokens, p.position_swap)
+        out[name] = evaluate(llm, test, kind, p.max_new_tokens, p.position_swap, cfg.reward_models.context_free(kind))
     return out
 
 

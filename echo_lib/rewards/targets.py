@@ -9,7 +9,7 @@ these targets with teacher traces (the rest of the stage is unchanged).
 """
 from __future__ import annotations
 
-from echo_lib.rewards.profile import CHECKS_GOLD, clip_words, render_checks, render_profile
+from echo_lib.rewards.profile import checks_gold, clip_words, render_checks, render_profile
 from echo_lib.rewards.verdict import format_verdict, score_target
 
 COMPARISON = {
@@ -47,8 +47,17 @@ def scalar_target(item: dict, max_words: int = 8) -> str:
     return format_verdict("scalar", think, str(score_target(item["candidate_score"])))
 
 
-def humanlike_target(item: dict) -> str:
+CONCLUSION_FREE = {
+    "human": "it reads like a person typing in a chat.",
+    "model_reply": "polished assistant wording.",
+    "context_removed": "polished assistant wording.",
+}
+
+
+def humanlike_target(item: dict, context_free: bool = False) -> str:
     # checks the item's kind leaves open are written as "yes" (fits, coherent); they are not rewarded
-    checks = {"ai_tells": "no", "context_fit": "yes", "coherent": "yes", **CHECKS_GOLD[item["kind"]]}
-    think = "\n".join([render_checks(checks), "Conclusion: " + CONCLUSION[item["kind"]]])
+    checks = {"ai_tells": "no", "coherent": "yes", **({} if context_free else {"context_fit": "yes"}),
+              **checks_gold(item["kind"], context_free)}
+    conclusion = (CONCLUSION_FREE if context_free else CONCLUSION)[item["kind"]]
+    think = "\n".join([render_checks(checks), "Conclusion: " + conclusion])
     return format_verdict("humanlike", think, item["label"])
