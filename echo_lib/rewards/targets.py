@@ -55,9 +55,8 @@ CONCLUSION_FREE = {
 
 
 def humanlike_target(item: dict, context_free: bool = False) -> str:
-    # checks the item's kind leaves open are written as "yes" (fits, coherent); they are not rewarded
-    checks = {"ai_tells": "no", "coherent": "yes", **({} if context_free else {"context_fit": "yes"}),
-              **checks_gold(item["kind"], context_free)}
+    # checks the item's kind leaves open read as for a human reply (no AI tells, fits, coherent); not rewarded
+    checks = {**checks_gold("human", context_free), **checks_gold(item["kind"], context_free)}
     conclusion = (CONCLUSION_FREE if context_free else CONCLUSION)[item["kind"]]
     think = "\n".join([render_checks(checks), "Conclusion: " + conclusion])
     return format_verdict("humanlike", think, item["label"])
