@@ -7,7 +7,8 @@
 3. `choose` over a 4-level rubric question vs generating an answer and parsing it (speed-up, parse failures),
    for answer budgets of 16, 32 and 64 tokens;
 4. a second run of the same batch through the cache: model calls (0) and wall time.
-Timings are wall-clock on whatever else the machine is doing; run it on a quiet machine, with
+Batched timings are the median of --repeat runs (3), wall-clock on whatever else the machine is doing;
+run it on a quiet machine, with
 OMP_WAIT_POLICY=ACTIVE as the DAG's stages run (resources.<stage>.wait_policy; echo_lib sets PASSIVE otherwise).
 """
 from __future__ import annotations
@@ -54,14 +55,18 @@ def chats32() -> list:
 
 def judge_prompts() -> list:
     return [[{"role": "system", "content": JUDGE_SYSTEM},
-             {"role": "user", "content": f"User: {OPENINGS[i % 8]}\nReply: {REPLIES[i % 4]}\nRating (0-3):"}]
+             {"role": "user", "content": f"User: {OPENINGS[i % 8]}\nReply: {REPLIES[i // 8]}\nRating (0-3):"}]
             for i in range(32)]
 
 
-def timed(f):
-    t = time.perf_counter()
-    out = f()
-    return out, time.perf_counter() - t
+def timed(f, repeat: int = 1):
+    """f's result and its wall time: the median of `repeat` runs (the machine's other load moves single runs)."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t)
+    return out, sorted(times)[len(times) // 2]
 
 
 def where_time_goes(backend: HFBackend, chats: list) -> dict:
@@ -98,6 +103,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--sequential", type=int, default=32, help="chats to run one at a time (<= 32)")
     ap.add_argument("--answer-tokens", type=int, nargs="+", default=[16, 32, 64],
                     help="budgets of the generate-and-parse answers that choose is compared with")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each batched timing; the median is reported")
     ap.add_argument("--dtype", default="float32", help="weights and compute dtype (bfloat16 uses AMX where the CPU has it)")
     args = ap.parse_args(argv)
     if not Path(args.model, "config.json").exists():
@@ -111,9 +117,10 @@ def main(argv=None) -> dict:
     sampling = Sampling(temperature=0.7, top_p=0.9, max_new_tokens=48, seed=0)
     llm.generate(chats[:2], Sampling(temperature=0.7, max_new_tokens=4))  # warm-up
 
-    res: dict = {"model": args.model, "dtype": args.dtype, "load_s": round(load_s, 2), "loadavg_before": os.getloadavg(),
+    res: dict = {"model": args.model, "dtype": args.dtype, "repeat": args.repeat, "load_s": round(load_s, 2),
+                 "loadavg_before": os.getloadavg(),
                  "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}  # ACTIVE is what a DAG stage runs with
-    batched, dt_b = timed(lambda: llm.generate(chats, sampling))
+    batched, dt_b = timed(lambda: llm.generate(chats, sampling), args.repeat)
     tok_b = sum(c.completion_tokens for c in batched)
     n_seq = args.sequential
     seq, dt_s = timed(lambda: [llm.generate([c], sampling)[0] for c in chats[:n_seq]])
@@ -130,14 +137,15 @@ def main(argv=None) -> dict:
 
     prompts = judge_prompts()
     options = ["0", "1", "2", "3"]
-    choices, dt_c = timed(lambda: llm.choose(prompts, options))
+    choices, dt_c = timed(lambda: llm.choose(prompts, options), args.repeat)
     res["choose"] = {"prompts": 32, "options": options, "choose_s": round(dt_c, 2),
                      "mean_coverage": round(sum(c.coverage for c in choices) / len(choices), 3),
                      "generate_and_parse": []}
     # the generated answer's budget decides the cost of that way: 16 tokens is the least that holds
     # "Rating: 2" after a short preamble; longer budgets let a small model reach its digit more often
     for budget in args.answer_tokens:
-        answers, dt_g = timed(lambda: llm.generate(prompts, Sampling(temperature=0, max_new_tokens=budget)))
+        answers, dt_g = timed(lambda: llm.generate(prompts, Sampling(temperature=0, max_new_tokens=budget)),
+                              args.repeat)
         parsed = [m.group(0) if (m := re.search(r"\b[0-3]\b", a.text)) else None for a in answers]
         res["choose"]["generate_and_parse"].append({
             "max_new_tokens": budget, "seconds": round(dt_g, 2), "speedup_of_choose": round(dt_g / dt_c, 2),

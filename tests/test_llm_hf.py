@@ -156,26 +156,26 @@ def test_missing_checkpoint_and_unknown_model(tmp_path):
 
 
 def test_top_k_and_presence_penalty():
-    """_pick on hand-made logits: top-k keeps only the k most likely tokens; the presence penalty lowers
+    """pick_next on hand-made logits: top-k keeps only the k most likely tokens; the presence penalty lowers
     every token the reply already holds, for greedy and sampled rows alike."""
     import torch
-    from echo_lib.llm.hf import HFBackend
+    from echo_lib.llm.sampling import pick_next
     logits = torch.tensor([[5.0, 4.0, 3.0, 0.0, -1.0]] * 2)
     gens = lambda: [torch.Generator().manual_seed(s) for s in range(2)]  # noqa: E731
     flat = Sampling(temperature=5.0, max_new_tokens=4)
-    seen = {int(t) for seed in range(40) for t in HFBackend._pick(
+    seen = {int(t) for seed in range(40) for t in pick_next(
         logits.clone(), [flat, flat], [torch.Generator().manual_seed(seed + 100 * r) for r in range(2)])}
     for k in (1, 2):
         s = Sampling(temperature=5.0, top_k=k, max_new_tokens=4)
         picks = {int(t) for seed in range(40)
-                 for t in HFBackend._pick(logits.clone(), [s, s], [torch.Generator().manual_seed(seed + 100 * r)
+                 for t in pick_next(logits.clone(), [s, s], [torch.Generator().manual_seed(seed + 100 * r)
                                                                 for r in range(2)])}
         assert picks <= set(range(k)) and (k == 1 or len(picks) == k)
     assert len(seen) > 2  # without top-k the flat distribution reaches further
     greedy = Sampling(temperature=0, max_new_tokens=4)
     penalised = Sampling(temperature=0, presence_penalty=1.5, max_new_tokens=4)
-    assert HFBackend._pick(logits.clone(), [greedy, penalised], gens(), [[0], [0]]).tolist() == [0, 1]
-    assert HFBackend._pick(logits[:1].clone(), [penalised], gens()[:1], [[0, 1]]).tolist() == [0]  # 3.5 > 2.5, 3.0
+    assert pick_next(logits.clone(), [greedy, penalised], gens(), [[0], [0]]).tolist() == [0, 1]
+    assert pick_next(logits[:1].clone(), [penalised], gens()[:1], [[0, 1]]).tolist() == [0]  # 3.5 > 2.5, 3.0
     # the cache key is unchanged for settings that leave both off
     assert "top_k" not in Sampling().key() and "presence_penalty" not in Sampling().key()
     assert Sampling(presence_penalty=1.5).key()["presence_penalty"] == 1.5

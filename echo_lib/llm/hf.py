@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, prefill
+from echo_lib.llm.sampling import pick_next
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
 from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage,
@@ -32,9 +33,6 @@ from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LL
 # 2-thread forward pass 6x slower in our measurements; sleeping waiters cost little on an idle CPU.
 # Takes effect only if torch is not imported yet; set it in the environment to be sure.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-TOP_K = 256  # candidate tokens for top-p sampling (see _pick)
-
 
 def fingerprint(folder: str | Path) -> str | None:
     """Cheap content fingerprint of a checkpoint folder: config files in full, weight files by size and
@@ -193,8 +191,8 @@ class HFBackend:
             width = mask.shape[1]
             mask = torch.cat([mask, mask.new_ones((B, longest))], dim=1)  # step k attends to mask[:, :width + k]
             while active:
-                nxt = self._pick(logits, [samplings[r] for r in active], [gens[r] for r in active],
-                                 [new[r] for r in active])
+                nxt = pick_next(logits, [samplings[r] for r in active], [gens[r] for r in active],
+                                [new[r] for r in active])
                 keep = []
                 for j, r in enumerate(active):
                     t = int(nxt[j])
@@ -224,56 +222,6 @@ class HFBackend:
             out.append(Completion(text=text, finish_reason=finish[r], prompt_tokens=len(ids[r]),
                                   completion_tokens=len(new[r])))
         return out
-
-    @staticmethod
-    def _pick(logits, samplings: list[Sampling], gens, replies: list[list[int]] | None = None) -> Any:
-        """Next token per row: the presence penalty first (as OpenAI and vLLM apply it: minus the penalty on
-        every token the row's reply already holds); then argmax for greedy rows; else temperature, top-k,
-        top-p, and one uniform draw from the row's own generator mapped through the cumulative distribution
-        (inverse CDF).
-
-        Top-k and top-p work on the TOP_K most likely tokens (a full sort of a 49k vocabulary per row per step
-        cost more than the model's forward pass); a row whose nucleus is not inside them falls back to a full
-        sort.
-        """
-        import torch
-        logits = logits.float().cpu()
-        for j, s in enumerate(samplings):
-            if s.presence_penalty and replies and replies[j]:
-                logits[j, sorted(set(replies[j]))] -= s.presence_penalty
-        rows = [j for j, s in enumerate(samplings) if not s.greedy]
-        picks = logits.argmax(-1) if len(rows) < len(samplings) else torch.empty(len(samplings), dtype=torch.long)
-        if not rows:
-            return picks
-        # log-probabilities via logsumexp, and the top-k on the scaled logits (the same order as the
-        # probabilities): fewer passes over the vocabulary than argmax + softmax + topk of the probabilities
-        scaled = logits if len(rows) == len(samplings) else logits[rows]
-        temps = [samplings[j].temperature for j in rows]
-        if any(t != 1 for t in temps):
-            scaled = scaled / torch.tensor(temps)[:, None]
-        lse = torch.logsumexp(scaled, -1, keepdim=True)
-        head_l, head_i = scaled.topk(min(TOP_K, scaled.shape[-1]), dim=-1)
-        head_p = (head_l - lse).exp()
-        for r, j in enumerate(rows):
-            top_p, top_k = samplings[j].top_p, samplings[j].top_k
-            if 0 < top_k <= head_p.shape[-1]:
-                p, idx = head_p[r, :top_k], head_i[r, :top_k]  # sorted: the k most likely
-            elif top_p < 1 and head_p[r].sum() >= top_p:
-                p, idx = head_p[r], head_i[r]
-            else:
-                p, idx = (scaled[r] - lse[r]).exp(), None
-                if top_p < 1 or top_k:
-                    p, idx = p.sort(descending=True)
-                    p, idx = (p[:top_k], idx[:top_k]) if top_k else (p, idx)
-            if top_k:
-                p = p / p.sum()  # top-p then measures mass within the k, as vLLM does
-            if top_p < 1:
-                p = p.masked_fill((p.cumsum(0) - p) >= top_p, 0)  # smallest head whose mass reaches top_p
-            cdf = p.cumsum(0)
-            u = torch.rand(1, generator=gens[j], dtype=cdf.dtype) * cdf[-1]
-            k = min(int(torch.searchsorted(cdf, u)), len(cdf) - 1)
-            picks[j] = k if idx is None else idx[k]
-        return picks
 
     def _hit_stop(self, tokens: list[int], stop: Sequence[str]) -> bool:
         tail = self._tok.decode(tokens[-32:], skip_special_tokens=True)
