@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, prefill
+from echo_lib.llm.packed import pack_linears
 from echo_lib.llm.sampling import pick_next
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.tools import ArgQuery, arg_queries, option_text, parse_arg, tool_menu_chat
@@ -64,6 +65,7 @@ class HFBackend:
         self.name, self.weights, self.adapter, self.revision = name, weights, adapter, revision
         self.dtype, self.device, self.load_in_4bit, self.settings = dtype, device, load_in_4bit, settings
         self._model = self._tok = None
+        self.packed_layers = 0
         self.heads = HeadCache(settings.head_cache_tokens)  # shared prompt heads, reused across calls
 
     # ----------------------------------------------------------------------------------------
@@ -81,7 +83,8 @@ class HFBackend:
 
     def describe(self) -> dict:
         return {"name": self.name, "backend": "hf", "model": self.weights, "revision": self.revision,
-                "adapter": self.adapter, "dtype": self.dtype, "device": self.device}
+                "adapter": self.adapter, "dtype": self.dtype, "device": self.device,
+                "packed_layers": self.packed_layers}
 
     # ----------------------------------------------------------------------------------------
     # loading (lazy: a rerun served from the cache never loads the weights)
@@ -120,6 +123,8 @@ class HFBackend:
             if not self.load_in_4bit:
                 model = model.merge_and_unload()  # plain weights again: no LoRA matmuls per token
         model.eval()
+        if self.settings.packed_weights and self.device == "cpu":
+            self.packed_layers = pack_linears(model)  # float32 decode steps ~10 % faster (see llm.packed)
         eos = model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos]
         self.eos = {i for i in [*eos, tok.eos_token_id] if i is not None}
