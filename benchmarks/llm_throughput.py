@@ -5,7 +5,7 @@
 1. batched `generate` of 32 chats x 48 new tokens vs the same chats one at a time (aggregate tokens/s);
 2. where the time goes: prefill vs per-step decode at batch 32 and 1, padding share, threads;
 3. `choose` over a 4-level rubric question vs generating an answer and parsing it (speed-up, parse failures),
-   for answer budgets of 16, 32 and 64 tokens;
+   for answer budgets of 16, 32, 64 and 128 tokens;
 4. a second run of the same batch through the cache: model calls (0) and wall time.
 Batched timings are the median of --repeat runs (3), wall-clock on whatever else the machine is doing;
 run it on a quiet machine, with
@@ -101,8 +101,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--model", default="results/models/smollm2-135m-instruct")
     ap.add_argument("--out", default=None, help="also write the results as JSON here")
     ap.add_argument("--sequential", type=int, default=32, help="chats to run one at a time (<= 32)")
-    ap.add_argument("--answer-tokens", type=int, nargs="+", default=[16, 32, 64],
-                    help="budgets of the generate-and-parse answers that choose is compared with")
+    ap.add_argument("--answer-tokens", type=int, nargs="+", default=[16, 32, 64, 128],
+                    help="budgets of the generate-and-parse answers that choose is compared with (128: about as "
+                         "long as the embedded model's answers run on their own)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each batched timing; the median is reported")
     ap.add_argument("--dtype", default="float32", help="weights and compute dtype (bfloat16 uses AMX where the CPU has it)")
     args = ap.parse_args(argv)
@@ -150,6 +151,8 @@ def main(argv=None) -> dict:
         res["choose"]["generate_and_parse"].append({
             "max_new_tokens": budget, "seconds": round(dt_g, 2), "speedup_of_choose": round(dt_g / dt_c, 2),
             "parse_failure_rate": round(sum(p is None for p in parsed) / len(parsed), 3),
+            "mean_answer_tokens": round(sum(a.completion_tokens for a in answers) / len(answers), 1),
+            "answers_ended_by_the_model": sum(a.finish_reason == "stop" for a in answers),
             "agreement_where_parsed": round(sum(p == c.best for p, c in zip(parsed, choices) if p)
                                             / max(1, sum(p is not None for p in parsed)), 3),
             "example_answers": [a.text for a in answers[:3]]})
