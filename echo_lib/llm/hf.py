@@ -11,6 +11,8 @@ batch share (system prompt, rubric) and the head each group of them shares (one 
 first kind is kept across calls (`llm.head_cache_tokens`), since a role sends the same head every turn.
 `choose` scores options by log-probability: the prompts run once, and the later tokens of multi-token
 options run on the prompts' KV cache.
+Next tokens come from echo_lib.llm.sampling (all rows at once); on a CPU in float32 the linear layers keep
+MKL-packed weights for the decode steps' small products (echo_lib.llm.packed, `llm.packed_weights`).
 """
 from __future__ import annotations
 
