@@ -69,8 +69,9 @@ def _draw(logits, samplings: Sequence[Sampling], gens: Sequence):
 
 
 def _inverse_cdf(p, idx, top_k, top_p, u):
-    """Truncate each row of descending probabilities `p` to its top-k and its nucleus, then map its uniform
-    draw through the cumulative sum. `idx` holds the token ids of p's columns (None: column = token id)."""
+    """Truncate each row of probabilities `p` (sorted descending wherever a row truncates) to its top-k and
+    its nucleus, then map its uniform draw through the cumulative sum. `idx` holds the token ids of p's
+    columns (None: column = token id)."""
     import torch
     width = p.shape[-1]
     k = top_k[:, None]
