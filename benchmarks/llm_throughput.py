@@ -8,8 +8,8 @@
    for answer budgets of 16, 32, 64 and 128 tokens;
 4. a second run of the same batch through the cache: model calls (0) and wall time.
 Batched timings are the median of --repeat runs (3), wall-clock on whatever else the machine is doing;
-run it on a quiet machine, with
-OMP_WAIT_POLICY=ACTIVE as the DAG's stages run (resources.<stage>.wait_policy; echo_lib sets PASSIVE otherwise).
+run it on a quiet machine, with OMP_WAIT_POLICY=ACTIVE as the DAG's stages run
+(resources.<stage>.wait_policy; echo_lib sets PASSIVE otherwise).
 """
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ from echo_lib.llm.types import (Chat, Choice, Completion, FeatureUnsupported, LL
 # Takes effect only if torch is not imported yet; set it in the environment to be sure.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+
 def fingerprint(folder: str | Path) -> str | None:
     """Cheap content fingerprint of a checkpoint folder: config files in full, weight files by size and
     their first and last MiB (a changed conversion changes the key; hashing 500 MB each load would not pay)."""

@@ -85,7 +85,8 @@ def to_example(item: dict, kind: str, field_words: int = 8, context_free: bool =
         return Example(item["id"], scalar_prompt(item["context"], item["candidate"]),
                        scalar_target(item, field_words), gold)
     if kind == "humanlike":
-        gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"], **({"context_free": True} if context_free else {})}
+        gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"],
+                **({"context_free": True} if context_free else {})}
         return Example(item["id"], humanlike_prompt(item["context"], item["reply"], context_free),
                        humanlike_target(item, context_free), gold)
     raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")

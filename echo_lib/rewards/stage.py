@@ -109,9 +109,10 @@ def evaluate_models(cfg, kind: str, adapter: str | Path) -> dict[str, tuple[dict
     """Base (untrained, same prompt) and trained reward model on the held-out split."""
     p = cfg.reward_models.eval
     test = items(cfg, kind, "test", p.max_items)
+    context_free = cfg.reward_models.context_free(kind)
     out = {}
     for name, llm in (("base", rm_llm(cfg)), ("trained", rm_llm(cfg, adapter))):
-        out[name] = evaluate(llm, test, kind, p.max_new_tokens, p.position_swap, cfg.reward_models.context_free(kind))
+        out[name] = evaluate(llm, test, kind, p.max_new_tokens, p.position_swap, context_free)
     return out
 
 
