@@ -96,6 +96,7 @@ rule data:
         py="notebooks/01_data_synthesis.py",
         manifest=f"{RUN}/models/manifest.json",
         axioms=config["data"]["empathy"]["axioms_file"],
+        contrasts=config["data"]["empathy"]["contrast"]["bank_file"],
         verdicts=config["data"]["hitl"]["verdicts"],
         scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
     output:

@@ -27,19 +27,34 @@
 #
 # **Empathy, by axioms -> theorems.** People need different things, so universal principles
 # (`data/axioms.yaml`: validate before advising, don't moralise, no performed empathy, ...) are
-# instantiated for one user's profile into *theorems*: what this person needs from a reply. The
-# base model writes several replies to each persona's opening message; a rubric judge scores them
-# 1-5 against the profile and theorems (from its probabilities over the digits, no text parsing);
-# the reply scored closest to 3 becomes the **reference** that anchors the reward later; replies at 3
-# or below are critiqued and rewritten, and everything is labelled *better / tie / worse* against the
-# reference. Every item keeps the gold profile for the process reward.
+# instantiated for one user's profile into *theorems*: what this person needs from a reply. Each item
+# is a candidate reply to a persona's opening message, labelled *better / tie / worse* against a
+# **reference** reply that anchors the reward later. Every item keeps the gold profile for the
+# process reward. `data.empathy.method` says how the candidates are made and labelled:
+#
+# - `critique_rewrite` (the paper's method, `config/paper.yaml`): the base model writes several
+#   replies; a rubric judge scores them 1-5 against the profile and theorems (from its probabilities
+#   over the digits, no text parsing); the reply scored closest to 3 becomes the reference; replies at
+#   3 or below are critiqued and rewritten, and the labels come from the score differences.
+# - `contrast` (the tiny scale's default): the order is **known by construction**. At this scale the
+#   rubric judge is the 135M base model, and its scores are so compressed that the labels they give are
+#   noise: no rule on the reply text predicts them, so a reward model could learn nothing from them
+#   and stage 02 could not tell whether it learns. Instead the reference is the base model's reply
+#   with the plain companion prompt (score 3); *good* candidates are the base model prompted with the
+#   persona's theorems (name the feeling and situation, validate before advice, no slogans, one gentle
+#   question: better, 4); *poor* candidates are of named failure kinds (worse): `dismissive` (1),
+#   `platitude` (2), `blaming` (1), `advice_dump` (2) from the phrase bank `data/contrasts.yaml`,
+#   whose entries are split between train and test so the held-out poor replies are phrasings never
+#   seen in training, and `off_topic` (1), a good reply written for another persona of the same split
+#   (fluent and kind, but about something else). Good and poor are equally many, with no ties.
 #
 # **Human in the loop.** Annotators check that the derived profiles and strategies match the
 # personas as intended; items of rejected personas are dropped. The shipped verdicts are an example
 # of the format (see `data/hitl/README.md` for a real round).
 #
 # At the tiny scale the base model *and* the judge are SmolLM2-135M, so expect weak replies and a
-# compressed, noisy judge: the pipeline is the method, the numbers are the tiny scale's.
+# compressed, noisy judge (hence the contrast construction): the pipeline is the method, the numbers
+# are the tiny scale's.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when the notebook runs by hand
@@ -70,18 +85,28 @@ pd.DataFrame([i.to_json() for i in humanlike["train"][:8]])[["kind", "label", "c
 
 # %% [markdown]
 # ## Empathy preference items
-# Personas are split into train and test, so no user's profile appears in both.
+# Personas are split into train and test, so no user's profile appears in both. The table counts the
+# items by label and by origin (the candidate's kind: `good` and the poor kinds under `contrast`,
+# `sample` and `rewrite` under `critique_rewrite`).
 
 # %%
-judge = generator if cfg.roles.judge == cfg.roles.policy else load_llm(cfg, cfg.roles.judge)
+method = cfg.data.empathy.method
+judge = None if method == "contrast" else (
+    generator if cfg.roles.judge == cfg.roles.policy else load_llm(cfg, cfg.roles.judge))
 scenarios = stage.empathy_scenarios(cfg)
 empathy = stage.empathy_data(cfg, generator, judge, scenarios)
+print(f"method {method!r}: {len(scenarios)} personas")
 pd.DataFrame(stage.summary(empathy, ("label", "origin"))).pivot_table(
     index=["field", "value"], columns="split", values="items", fill_value=0)
 
+# %%
+pd.DataFrame([i.to_json() for i in empathy["train"][:10]])[["origin", "label", "candidate_score", "candidate"]]
+
 # %% [markdown]
-# The judge's scores of the sampled replies and of the rewrites, and where the references sit.
-# A compressed spread is what a small judge gives; the labels are relative to each reference.
+# The candidates' scores and where the references sit. Under `critique_rewrite` these are the rubric
+# judge's scores (a compressed spread is what a small judge gives; the labels are relative to each
+# reference); under `contrast` they are the construction scores (good 4, reference 3, platitude and
+# advice_dump 2, dismissive, blaming and off_topic 1).
 
 # %%
 import matplotlib.pyplot as plt
@@ -92,7 +117,8 @@ fig, ax = plt.subplots(figsize=(6, 3))
 for origin, group in scores.groupby("origin"):
     ax.hist(group["score"], bins=20, alpha=0.6, label=origin)
 ax.hist(scores["reference"].drop_duplicates(), bins=20, alpha=0.8, label="reference", histtype="step", lw=2)
-ax.set_xlabel("rubric score (expected, 1-5)"), ax.set_ylabel("replies"), ax.legend()
+ax.set_xlabel("construction score (1-5)" if method == "contrast" else "rubric score (expected, 1-5)")
+ax.set_ylabel("replies"), ax.legend()
 fig.tight_layout()
 fig.savefig(stage.data_dir(cfg, "empathy") / "scores.png", dpi=120)
 

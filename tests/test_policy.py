@@ -151,6 +151,27 @@ def test_policy_prompt_is_the_sandbox_prompt_and_trims_old_turns():
     assert exchanges(turns_as_messages(["a", "b", "c", "d"]))[0][0].user == "b"
 
 
+def test_token_counter_counts_tokens_and_long_histories_get_trimmed(tiny_lm_dir, monkeypatch):
+    """token_counter counted the keys of transformers 5's BatchEncoding (2), so nothing was ever trimmed."""
+    import echo_lib.model_setup
+    from echo_lib.policy.stage import token_counter
+    from transformers import AutoTokenizer
+    monkeypatch.setattr(echo_lib.model_setup, "weights_path", lambda cfg, spec: tiny_lm_dir)
+    cfg = SimpleNamespace(models={"pol": SimpleNamespace(name="pol")}, roles=SimpleNamespace(policy="pol"))
+    count = token_counter(cfg)
+    turns = [f"turn {i}: I failed my exam again and I feel like a total failure." for i in range(12)] + ["last"]
+    ctx = turns_as_messages(turns)
+    full = policy_chat(ctx, "SYS")
+    tok = AutoTokenizer.from_pretrained(str(tiny_lm_dir))
+    expected = len(tok.apply_chat_template(full, add_generation_prompt=True, tokenize=True, return_dict=False))
+    floor = count(policy_chat(ctx[-1:], "SYS"))         # the chat with no history left
+    assert count(full) == expected > floor + 200
+    limit = floor + 100
+    trimmed = policy_chat(ctx, "SYS", max_tokens=limit, count=count)
+    assert count(trimmed) <= limit < count(full)
+    assert "turn 0:" not in trimmed[-1]["content"] and "last" in trimmed[-1]["content"]
+
+
 def test_mix_follows_the_share_and_the_seed():
     emp = [RLPrompt(f"e{i}", "empathy", []) for i in range(20)]
     chat = [RLPrompt(f"c{i}", "chitchat", []) for i in range(20)]

@@ -89,7 +89,7 @@ def test_judge_variant_scores_free_text_fields_with_a_model(tmp_path):
 
 
 def test_grpo_reward_parts():
-    correct, process, fmt = rm_reward_funcs("empathy")
+    correct, process, fmt, consistent = rm_reward_funcs("empathy")
     ex = to_example(empathy_item(label="worse", score=1), "empathy")
     gold = [json.dumps(ex.gold)] * 4
     good = [{"role": "assistant", "content": ex.target}]
@@ -99,24 +99,74 @@ def test_grpo_reward_parts():
     comps = [good, wrong_verdict, no_profile, broken]
     assert correct(comps, gold=gold) == [1.0, 0.0, 1.0, 0.0]
     assert fmt(comps, gold=gold) == [1.0, 1.0, 1.0, 0.0]
-    assert process(comps, gold=gold) == pytest.approx([1.0, 1.0, 0.0, 1.0])  # the path is scored even if the verdict breaks
-    assert [f.__name__ for f in (correct, process, fmt)] == ["correct", "process", "format"]
+    assert process(comps, gold=gold) == pytest.approx([1.0, 1.0, 0.0, 0.0])  # no verdict, no pay for the path
+    assert consistent(comps, gold=gold) == [1.0, 0.0, 0.0, 0.0]   # "less well" then better; no Comparison line
+    assert [f.__name__ for f in (correct, process, fmt, consistent)] == ["correct", "process", "format",
+                                                                         "consistency"]
 
 
 def test_grpo_rewards_for_scalar_and_humanlike():
-    correct, _, _ = rm_reward_funcs("scalar")
+    correct, *_ = rm_reward_funcs("scalar")
     gold = [json.dumps({"kind": "scalar", "label": 6, "profile": PROFILE})] * 3
     outs = ["<think>x</think><score>6</score>", "<think>x</think><score>9</score>", "<score>6</score>"]
     assert correct(outs, gold=gold) == pytest.approx([1.0, 1 - 3 / 9, 0.0])
-    correct, process, _ = rm_reward_funcs("humanlike")
+    correct, process, *_ = rm_reward_funcs("humanlike")
     ex = to_example(humanlike_item(kind="turns_shuffled"), "humanlike")
     assert correct([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
     assert process([ex.target], gold=[json.dumps(ex.gold)]) == [1.0]
 
 
-def test_process_reward_reads_reasoning_cut_off_by_the_length_limit():
-    _, process, fmt = rm_reward_funcs("empathy")
+def test_process_reward_is_zero_without_a_strictly_parsed_verdict():
+    _, process, fmt, consistent = rm_reward_funcs("empathy")
     ex = to_example(empathy_item(), "empathy")
-    cut = ex.target[:ex.target.index("Resonates")]           # no </think>, no verdict
     gold = [json.dumps(ex.gold)]
-    assert fmt([cut], gold=gold) == [0.0] and process([cut], gold=gold) == [pytest.approx(1.0)]
+    assert process([ex.target], gold=gold) == [pytest.approx(1.0)]     # the perfect profile, parsed
+    cut = ex.target[:ex.target.index("Resonates")]           # the perfect profile, no </think>, no verdict
+    no_verdict = ex.target[:ex.target.index("<answer>")]     # the whole reasoning, no verdict
+    bad_value = ex.target.replace("<answer>better", "<answer>Better")
+    for out in (cut, no_verdict, bad_value):
+        assert fmt([out], gold=gold) == [0.0] and process([out], gold=gold) == [0.0]
+        assert consistent([out], gold=gold) == [0.0]
+    _, process, *_ = rm_reward_funcs("humanlike")
+    ex = to_example(humanlike_item(kind="model_reply"), "humanlike")
+    assert process([ex.target.replace("</answer>", "")], gold=[json.dumps(ex.gold)]) == [0.0]
+
+
+@pytest.mark.parametrize("context_free", [False, True])
+def test_every_sft_target_is_consistent(context_free):
+    """The templated targets state reasoning that argues for their own verdict."""
+    from echo_lib.rewards.profile import CHECKS_GOLD
+    *_, consistent = rm_reward_funcs("humanlike")
+    kinds = [k for k in CHECKS_GOLD if not (context_free and k in ("last_turn_swapped", "turns_shuffled"))]
+    outs = [to_example(humanlike_item(i, k), "humanlike", context_free=context_free).target
+            for i, k in enumerate(kinds)]
+    assert consistent(outs) == [1.0] * len(outs)
+    *_, consistent = rm_reward_funcs("empathy")
+    outs = [to_example(empathy_item(label=v), "empathy").target for v in ("better", "tie", "worse")]
+    assert consistent(outs) == [1.0] * 3
+    *_, consistent = rm_reward_funcs("scalar")
+    outs = [to_example(empathy_item(score=s), "scalar").target for s in range(1, 6)]
+    assert consistent(outs) == [1.0] * 5
+
+
+def test_consistency_catches_reasoning_that_argues_for_the_other_verdict():
+    from echo_lib.rewards.targets import COMPARISON, RUBRIC
+    *_, consistent = rm_reward_funcs("humanlike")
+    outs = ["<think>Checks: AI tells: no; context fit: yes; coherent: yes\nConclusion: it reads like the person."
+            "</think><answer>machine</answer>",                                   # all checks human, says machine
+            "<think>Checks: AI tells: no; context fit: yes; coherent: yes</think><answer>human</answer>",
+            "<think>Checks: AI tells: yes; context fit: yes</think><answer>human</answer>",   # a tell, says human
+            "<think>Checks: AI tells: no; coherent: no</think><answer>machine</answer>",
+            "<think>Conclusion: it reads like the person.</think><answer>human</answer>",     # no Checks line
+            "<think>Checks: AI tells: maybe</think><answer>human</answer>"]                  # no yes/no stated
+    assert consistent(outs) == [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]
+    *_, consistent = rm_reward_funcs("empathy")
+    outs = [f"<think>Profile: x\nComparison: {COMPARISON[said]}</think><answer>{ans}</answer>"
+            for said, ans in [("better", "better"), ("worse", "better"), ("tie", "tie"), ("tie", "worse")]]
+    outs.append("<think>Comparison: it is fine.</think><answer>better</answer>")        # no verdict's wording
+    assert consistent(outs) == [1.0, 0.0, 1.0, 0.0, 0.0]
+    *_, consistent = rm_reward_funcs("scalar")
+    outs = [f"<think>Assessment: {RUBRIC[level]}</think><score>{score}</score>"
+            for level, score in [(3, 6), (3, 5), (3, 7), (1, 10), (5, 9), (2, 4)]]
+    outs.append("<think>Profile: x</think><score>6</score>")                           # no Assessment line
+    assert consistent(outs) == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0]

@@ -54,10 +54,11 @@ def test_grpo_step_changes_the_adapter(tiny_lm_dir, tmp_path):
     def length(completions, **_):
         return [float(len(completion_text(c))) for c in completions]
     funcs = [*rm_reward_funcs("empathy"), length]
-    trainer = grpo_stage(model, tok, exs, funcs, [1.0, 0.3, 1.0, 1.0], FAST, tmp_path, seed=0)
+    trainer = grpo_stage(model, tok, exs, funcs, [1.0, 0.3, 1.0, 0.5, 1.0], FAST, tmp_path, seed=0)
     assert trainer.state.global_step == 1
     logged = trainer.state.log_history[0]
-    assert {"rewards/correct/mean", "rewards/process/mean", "rewards/format/mean"} <= set(logged)
+    assert {"rewards/correct/mean", "rewards/process/mean", "rewards/format/mean",
+            "rewards/consistency/mean"} <= set(logged)
     assert changed(before, adapter_weights(trainer.model))
 
 

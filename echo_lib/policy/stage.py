@@ -62,7 +62,21 @@ def token_counter(cfg):
 
     from echo_lib.model_setup import weights_path
     tok = AutoTokenizer.from_pretrained(str(weights_path(cfg, cfg.models[cfg.roles.policy])))
-    return lambda chat: len(tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=True))
+    return chat_token_counter(tok)
+
+
+def chat_token_counter(tok):
+    """count(chat) -> the number of prompt tokens of `chat` under `tok`'s chat template. Under transformers 5
+    apply_chat_template(tokenize=True) returns a BatchEncoding (a dict: len() would count its keys), under 4
+    a list of ids; both are handled."""
+    def count(chat: list[dict]) -> int:
+        ids = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)
+        if hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        if ids and isinstance(ids[0], (list, tuple)):   # a batch of one
+            ids = ids[0]
+        return len(ids)
+    return count
 
 
 def chats_for(cfg, prompts: list[RLPrompt], count=None) -> list[list[dict]]:

@@ -5,7 +5,7 @@
     profile      the Profile / Checks lines the reasoning states, rendered and parsed
     process      process reward: stated profile vs gold profile, per field, mean in [0, 1]
     targets      templated reasoning-plus-verdict SFT targets (tiny scale)
-    rm_rewards   GRPO rewards for training a reward model: correct, process, format
+    rm_rewards   GRPO rewards for training a reward model: correct, process, format, consistency
     train        TRL SFT warm start then GRPO, one LoRA adapter
     evaluate     accuracy, position bias, length bias, parse failures (base vs trained)
     reward_fn    a trained reward model as a TRL reward function for the policy stage

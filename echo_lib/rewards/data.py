@@ -13,7 +13,7 @@ from typing import Any
 
 from echo_lib.rewards.profile import CONTEXT_ONLY_KINDS
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target
+from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target, verdict_target
 from echo_lib.rewards.verdict import score_target
 
 HUMANLIKE_KEYS = {"id": str, "dialogue_id": str, "context": list, "reply": str, "label": str, "kind": str}
@@ -75,25 +75,40 @@ def load_items(path: str | Path, kind: str) -> list[dict]:
     return items
 
 
-def to_example(item: dict, kind: str, field_words: int = 8, context_free: bool = False) -> Example:
+def to_example(item: dict, kind: str, field_words: int = 8, context_free: bool = False,
+               decision: str = "think_first") -> Example:
+    """One item as the reward model's prompt and SFT target; `decision` picks the format (prompts.py)."""
+    first = decision == "verdict_first"
     if kind == "empathy":
         gold = {"kind": kind, "label": item["label"], "profile": item["profile"]}
-        return Example(item["id"], empathy_prompt(item["context"], item["reference"], item["candidate"]),
-                       empathy_target(item, field_words), gold)
+        return Example(item["id"], empathy_prompt(item["context"], item["reference"], item["candidate"], decision),
+                       verdict_target(item, kind) if first else empathy_target(item, field_words), gold)
     if kind == "scalar":
         gold = {"kind": kind, "label": score_target(item["candidate_score"]), "profile": item["profile"]}
-        return Example(item["id"], scalar_prompt(item["context"], item["candidate"]),
-                       scalar_target(item, field_words), gold)
+        return Example(item["id"], scalar_prompt(item["context"], item["candidate"], decision),
+                       verdict_target(item, kind) if first else scalar_target(item, field_words), gold)
     if kind == "humanlike":
         gold = {"kind": kind, "label": item["label"], "item_kind": item["kind"],
                 **({"context_free": True} if context_free else {})}
-        return Example(item["id"], humanlike_prompt(item["context"], item["reply"], context_free),
-                       humanlike_target(item, context_free), gold)
+        return Example(item["id"], humanlike_prompt(item["context"], item["reply"], context_free, decision),
+                       verdict_target(item, kind) if first else humanlike_target(item, context_free), gold)
     raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
 
 
-def examples(items: list[dict], kind: str, field_words: int = 8, context_free: bool = False) -> list[Example]:
-    return [to_example(it, kind, field_words, context_free) for it in items]
+def examples(items: list[dict], kind: str, field_words: int = 8, context_free: bool = False,
+             decision: str = "think_first") -> list[Example]:
+    return [to_example(it, kind, field_words, context_free, decision) for it in items]
+
+
+def shuffled_labels(items: list[dict], kind: str, seed: int) -> list[dict]:
+    """The label-shuffle twin's training items: the gold (label, and the score it came from) permuted
+    across items, seeded. A model trained on them can learn no rule from the text to its verdict, so its
+    held-out accuracy must stay at chance: the check that the evaluation cannot be passed by a leak."""
+    import random
+    keys = ["label", "kind"] if data_kind(kind) == "humanlike" else ["label", "candidate_score"]
+    golds = [tuple(it[k] for k in keys) for it in items]
+    random.Random(seed).shuffle(golds)
+    return [{**it, **dict(zip(keys, g))} for it, g in zip(items, golds)]
 
 
 def context_free_items(items: list[dict]) -> list[dict]:

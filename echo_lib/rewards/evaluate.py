@@ -1,10 +1,16 @@
 """Held-out evaluation of a reward model (METHOD.md 3.4, metrics to report), base and trained alike.
 
-Every model is prompted the same way and decodes greedily through the model layer (cached), and its
-output goes through the same strict parser as in training: an unparsable output is a failure, never
-silently counted as some verdict.
+Every model is prompted the same way, through the model layer (cached). With `think_first` it decodes
+greedily and its output goes through the same strict parser as in training: an unparsable output is a
+failure, never silently counted as some verdict. With `verdict_first` the verdict is the most probable
+of the allowed verdicts (`choose`), and the probabilities give a graded value for the AUROC.
 
-  accuracy            correct verdicts / items (a parse failure counts as wrong)
+  accuracy            correct verdicts / items (a parse failure counts as wrong), with accuracy_ci, the
+                      bootstrap 95 % interval over items
+  balanced_accuracy   the mean over the gold labels of the share of that label's items judged right
+  auroc               how well the judgment's value (P(human); P(better) - P(worse); the candidate's score
+                      minus the reference's) ranks the items of the positive label above the others
+  accuracy_by_kind    humanlike: per item kind; empathy / scalar: per candidate origin (kind of reply)
   majority_baseline   the accuracy of always giving the test set's commonest label (read accuracy against it)
   accuracy_parsed     correct verdicts / items whose output parsed
   parse_failure_rate  unparsable outputs / all outputs (both orders for empathy)
@@ -22,13 +28,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.rewards.verdict import EMPATHY_VERDICTS, flip, parse, score_target, score_to_verdict, verdict_value
+from echo_lib.rewards.stats import auroc, balanced_accuracy, bootstrap_ci
+from echo_lib.rewards.verdict import (EMPATHY_VERDICTS, answer_probs, expected_value, flip, option_answer, parse,
+                                      score_target, score_to_verdict, verdict_options, verdict_value)
 
-METRICS = ["n", "accuracy", "majority_baseline", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
+METRICS = ["n", "accuracy", "accuracy_ci", "balanced_accuracy", "auroc", "majority_baseline", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
            "length_bias", "label_length_corr", "tie_rate", "score_corr"]
 
 
@@ -46,40 +55,82 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
-def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
-                context_free: bool = False) -> list[dict]:
-    """One row per item: the raw outputs, what parsed, and what the metrics need."""
+@dataclass(frozen=True)
+class Judgment:
+    """One reward-model judgment: what it wrote (or chose), whether it parsed, the verdict, and with
+    `verdict_first` its probability over every verdict ({answer: p})."""
+    output: str
+    ok: bool
+    answer: str | None
+    probs: dict[str, float] | None = None
+
+    def value(self, kind: str) -> float | None:
+        """The judgment as a number: E[verdict value] under its probabilities where it has them
+        (P(human), P(better) - P(worse), E[score]), else the value of the verdict; None if unparsed."""
+        if self.probs is not None:
+            return expected_value(kind, self.probs)
+        return verdict_value(kind, self.answer) if self.ok else None
+
+
+def judge(llm, chats: Sequence[list[dict]], kind: str, decision: str, max_new_tokens: int) -> list[Judgment]:
+    """think_first: greedy generation through the strict parser; verdict_first: `choose` over the verdicts."""
+    if decision == "verdict_first":
+        out = []
+        for c in llm.choose(chats, verdict_options(kind)):
+            probs = answer_probs(kind, c.probs)
+            out.append(Judgment(c.best, True, option_answer(c.best), probs))
+        return out
     greedy = Sampling(temperature=0, max_new_tokens=max_new_tokens)
+    out = []
+    for c in llm.generate(chats, greedy):
+        p = parse(c.text, kind)
+        out.append(Judgment(c.text, p.ok, p.answer if p.ok else None))
+    return out
+
+
+def judge_chats(items: Sequence[dict], kind: str, position_swap: bool, context_free: bool, decision: str
+                ) -> list[list[dict]]:
+    """The prompts of an evaluation, in order: every item, then (empathy with position_swap) every item
+    with the two replies swapped, or (scalar) every item's reference scored on its own."""
     if kind == "empathy":
-        chats = [empathy_prompt(it["context"], it["reference"], it["candidate"]) for it in items]
+        chats = [empathy_prompt(it["context"], it["reference"], it["candidate"], decision) for it in items]
         if position_swap:
-            chats += [empathy_prompt(it["context"], it["candidate"], it["reference"]) for it in items]
-    elif kind == "scalar":
-        chats = [scalar_prompt(it["context"], it["candidate"]) for it in items]
-        chats += [scalar_prompt(it["context"], it["reference"]) for it in items]
-    elif kind == "humanlike":
-        chats = [humanlike_prompt(it["context"], it["reply"], context_free) for it in items]
-    else:
-        raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
-    outs = [c.text for c in llm.generate(chats, greedy)]
+            chats += [empathy_prompt(it["context"], it["candidate"], it["reference"], decision) for it in items]
+        return chats
+    if kind == "scalar":
+        return ([scalar_prompt(it["context"], it["candidate"], decision) for it in items]
+                + [scalar_prompt(it["context"], it["reference"], decision) for it in items])
+    if kind == "humanlike":
+        return [humanlike_prompt(it["context"], it["reply"], context_free, decision) for it in items]
+    raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
+
+
+def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
+                context_free: bool = False, decision: str = "think_first") -> list[dict]:
+    """One row per item: the raw outputs, what parsed, and what the metrics need."""
+    js = judge(llm, judge_chats(items, kind, position_swap, context_free, decision), kind, decision, max_new_tokens)
+    vkind = "humanlike" if kind == "humanlike" else "empathy"
     n, rows = len(items), []
     for i, it in enumerate(items):
-        p = parse(outs[i], kind)
-        row: dict[str, Any] = {"id": it["id"], "label": it["label"], "output": outs[i], "parsed": p.ok,
-                               "verdict": p.answer if p.ok else None}
+        j = js[i]
+        row: dict[str, Any] = {"id": it["id"], "label": it["label"], "output": j.output, "parsed": j.ok,
+                               "verdict": j.answer, "probs": j.probs, "origin": it.get("origin")}
         if kind == "empathy":
             row["length_diff"] = words(it["candidate"]) - words(it["reference"])
+            row["value"] = j.value(vkind)
             if position_swap:
-                q = parse(outs[n + i], kind)
-                row.update(output_swapped=outs[n + i], parsed_swapped=q.ok, verdict_swapped=q.answer if q.ok else None)
+                q = js[n + i]
+                row.update(output_swapped=q.output, parsed_swapped=q.ok, verdict_swapped=q.answer)
         elif kind == "scalar":
-            q = parse(outs[n + i], kind)
-            row.update(score_candidate=p.score, score_reference=q.score, output_reference=outs[n + i],
+            q = js[n + i]
+            sc, sr = j.value("scalar"), q.value("scalar")
+            row.update(score_candidate=sc, score_reference=sr, output_reference=q.output,
                        parsed_reference=q.ok, candidate_score=it["candidate_score"],
                        length_diff=words(it["candidate"]) - words(it["reference"]))
-            row["verdict"] = score_to_verdict(p.score, q.score) if p.ok and q.ok else None
+            row["verdict"] = score_to_verdict(sc, sr) if sc is not None and sr is not None else None
+            row["value"] = sc - sr if sc is not None and sr is not None else None
         else:
-            row.update(item_kind=it["kind"], length=words(it["reply"]))
+            row.update(item_kind=it["kind"], length=words(it["reply"]), value=j.value("humanlike"))
         rows.append(row)
     return rows
 
@@ -93,7 +144,9 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
                                              if k in r]
     m: dict[str, Any] = {k: None for k in METRICS}
     majority = Counter(r["label"] for r in rows).most_common(1)
-    m.update(n=n, accuracy=sum(correct) / n if n else None,
+    m.update(n=n, accuracy=sum(correct) / n if n else None, accuracy_ci=bootstrap_ci([float(c) for c in correct]),
+             balanced_accuracy=balanced_accuracy([r["label"] for r in rows], [r["verdict"] for r in rows]),
+             auroc=_auroc(rows, kind),
              majority_baseline=majority[0][1] / n if n else None,   # always answering the commonest label
              accuracy_parsed=sum(r["verdict"] == r["label"] for r in judged) / len(judged) if judged else None,
              parse_failure_rate=1 - sum(outputs) / len(outputs) if outputs else None,
@@ -117,17 +170,26 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
                                   [score_target(r["candidate_score"]) for r in scored])
         if scored:  # the scalar length bias: does a longer candidate get a higher score?
             m["length_bias"] = pearson([r["score_candidate"] for r in scored], [r["length_diff"] for r in scored])
-    if kind == "humanlike":
-        by_kind: dict[str, list[bool]] = {}
-        for r, ok in zip(rows, correct):
-            by_kind.setdefault(r["item_kind"], []).append(ok)
+    kind_key = "item_kind" if kind == "humanlike" else "origin"   # empathy/scalar: the candidate's kind
+    by_kind: dict[str, list[bool]] = {}
+    for r, ok in zip(rows, correct):
+        if r.get(kind_key) is not None:
+            by_kind.setdefault(r[kind_key], []).append(ok)
+    if by_kind:
         m["accuracy_by_kind"] = {k: sum(v) / len(v) for k, v in sorted(by_kind.items())}
     return m
 
 
+def _auroc(rows: Sequence[dict], kind: str) -> float | None:
+    """How well the judgment's value ranks the positive label (human; better) above the rest."""
+    positive = "human" if kind == "humanlike" else "better"
+    scored = [r for r in rows if r.get("value") is not None]
+    return auroc([r["label"] == positive for r in scored], [r["value"] for r in scored])
+
+
 def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
-             context_free: bool = False) -> tuple[dict, list[dict]]:
-    rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free)
+             context_free: bool = False, decision: str = "think_first") -> tuple[dict, list[dict]]:
+    rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free, decision)
     return metrics(rows, kind), rows
 
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 KINDS = ("empathy", "humanlike", "scalar")
 PROCESS_SCORERS = ("lexical", "judge")
+DECISIONS = ("think_first", "verdict_first")
+# what a policy reward function returns for an unparsable judgment: the middle of each kind's range
+NEUTRAL_REWARD = {"empathy": 0.0, "humanlike": 0.5, "scalar": 0.5}
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,10 @@ class GRPOParams:
 
 @dataclass(frozen=True)
 class EvalParams:
-    max_items: int = 32            # held-out items scored per model (0 = all)
+    max_items: int = 0             # held-out items scored per model (0 = all)
     max_new_tokens: int = 192
     position_swap: bool = True     # also judge with candidate and reference swapped (position bias)
+    max_train_items: int = 200     # training items the trained model is also scored on (train_accuracy)
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,13 @@ class RewardModelParams:
     target_field_words: int = 8    # templated targets: most words kept from each gold profile field
     process_scorer: str = "lexical"   # "lexical" (transparent field matching) or "judge" (a model per field)
     process_judge: str | None = None  # model name for process_scorer "judge" (null = roles.reward_model)
-    unparsed_reward: float = 0.0   # what a policy reward function returns when the RM's output does not parse
+    unparsed_reward: float | None = None  # a policy reward for an unparsable RM output (None: NEUTRAL_REWARD)
     humanlike_context: str = "aware"  # "aware" (context + reply) or "free" (the reply alone), METHOD 2.4
+    decision: str = "verdict_first"   # "think_first" (reason, then verdict; parsed) or "verdict_first" (choose)
+    shuffled_twin: bool = True     # also train on shuffled labels: its test accuracy must stay at chance
 
     def context_free(self, kind: str) -> bool:
         return kind == "humanlike" and self.humanlike_context == "free"
+
+    def unparsed(self, kind: str) -> float:
+        return NEUTRAL_REWARD[kind] if self.unparsed_reward is None else self.unparsed_reward

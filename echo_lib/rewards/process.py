@@ -19,6 +19,13 @@ Two scorers:
   - "judge" (paper scale): a model answers, per free-text field, whether the stated value means the
     same as the gold (probability of "yes" by log-probability, `LLM.choose`); categorical fields and
     checks stay exact.
+
+Consistency (`implied_verdict`): the verdict the reasoning itself argues for, so a reward can ask that
+the answer agrees with it (no gold needed):
+  - humanlike: the `Checks:` line; any check pointing to a machine (AI tells: yes, context fit: no,
+    coherent: no) implies machine, else human; None if no check states yes or no;
+  - empathy: the `Comparison:` line names the wording of exactly one verdict (targets.COMPARISON);
+  - scalar: the `Assessment:` line names the wording of exactly one rubric level (targets.RUBRIC).
 """
 from __future__ import annotations
 
@@ -110,6 +117,57 @@ def checks_reward(think: str | None, kind: str, context_free: bool = False) -> f
         return 0.0
     stated = parse_checks(think)
     return sum(stated.get(k) == v for k, v in gold.items()) / len(gold)
+
+
+# --------------------------------------------------------------------------------------------
+# Consistency: the verdict the reasoning argues for
+
+MACHINE_CHECKS = {"ai_tells": "yes", "context_fit": "no", "coherent": "no"}   # a check value pointing to machine
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split()).strip(" .")
+
+
+def stated_line(think: str, head: str) -> str | None:
+    """The text after `head:` on its own line (case-insensitive), or None when there is no such line."""
+    m = re.search(rf"^\s*{head}\s*:(.*)$", think, re.IGNORECASE | re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _named(line: str | None, wordings: Mapping[Any, str]) -> Any:
+    """The one key whose wording the line contains (normalised), or None for none or several."""
+    if line is None:
+        return None
+    text = _norm(line)
+    hits = [k for k, w in wordings.items() if _norm(w) in text]
+    return hits[0] if len(hits) == 1 else None
+
+
+def implied_verdict(kind: str, think: str | None) -> str | None:
+    """The verdict (humanlike/empathy) or rubric level (scalar, as "1".."5") the reasoning states; None when
+    the reasoning does not state one."""
+    from echo_lib.rewards.targets import COMPARISON, RUBRIC
+    if not think:
+        return None
+    if kind == "humanlike":
+        if stated_line(think, "checks") is None:
+            return None
+        stated = {k: v for k, v in parse_checks(think).items() if v in ("yes", "no")}
+        if not stated:
+            return None
+        return "machine" if any(stated.get(k) == v for k, v in MACHINE_CHECKS.items()) else "human"
+    if kind == "empathy":
+        return _named(stated_line(think, "comparison"), COMPARISON)
+    if kind == "scalar":
+        level = _named(stated_line(think, "assessment"), RUBRIC)
+        return None if level is None else str(level)
+    raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
+
+
+def score_level(score: int) -> int:
+    """The rubric level (1-5) of a 1-10 score: level L owns the band {2L-1, 2L} (its target, score_target, is 2L)."""
+    return (int(score) + 1) // 2
 
 
 # --------------------------------------------------------------------------------------------

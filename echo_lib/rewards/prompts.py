@@ -1,5 +1,11 @@
-"""Prompt builders: the reward model reasons first (who is this user, what would resonate, how do the
-replies compare) and gives its verdict last, in the strict format of echo_lib.rewards.verdict.
+"""Prompt builders for the reward models, in two decision orders (`reward_models.decision`):
+
+    think_first    the reward model reasons first (who is this user, what would resonate, how do the
+                   replies compare) and gives its verdict last, in the strict format of
+                   echo_lib.rewards.verdict (METHOD.md 3.1); the verdict is generated and parsed.
+    verdict_first  the reward model answers with the verdict alone, and the verdict is read from its
+                   probabilities over the allowed verdicts (the model layer's `choose`): nothing to
+                   parse, and the training loss falls on the decision itself (the tiny scale).
 
 Each builder returns a chat (system + one user message) for the model layer or TRL. The system
 prompt spells out the exact output shape, because at 135M the format has to be shown, not implied.
@@ -36,6 +42,32 @@ Conclusion: one sentence.
 Then write the verdict: <answer>human</answer> or <answer>machine</answer>. Write nothing after it."""
 
 
+# verdict_first: the question alone (the answer is one of echo_lib.rewards.verdict.verdict_options)
+VERDICT_SYSTEM = {
+    "empathy": "You judge replies in an emotional-support conversation, for this particular user. Is the "
+               "candidate reply better for this user than the reference reply, about the same, or worse? Answer "
+               "<answer>better</answer>, <answer>tie</answer> or <answer>worse</answer>.",
+    "scalar": "You rate a reply in an emotional-support conversation, for this particular user, from 1 (harmful) "
+              "to 10 (perfect for this user). Answer <score>N</score>.",
+    "humanlike": "Was the last reply of this chat (B) written by the real person in the chat, or by a machine (a "
+                 "chatbot, or text that does not belong to this chat)? Answer <answer>human</answer> or "
+                 "<answer>machine</answer>.",
+    "humanlike_free": "Was this chat message written by a person or by a machine (a chatbot)? Answer "
+                      "<answer>human</answer> or <answer>machine</answer>.",
+}
+DECISIONS = ("think_first", "verdict_first")
+
+
+def system_prompt(kind: str, decision: str = "think_first", context_free: bool = False) -> str:
+    if decision not in DECISIONS:
+        raise ValueError(f"reward-model decision {decision!r} is not one of {', '.join(DECISIONS)}")
+    key = "humanlike_free" if kind == "humanlike" and context_free else kind
+    if decision == "verdict_first":
+        return VERDICT_SYSTEM[key]
+    return {"empathy": EMPATHY_SYSTEM, "scalar": SCALAR_SYSTEM, "humanlike": HUMANLIKE_SYSTEM,
+            "humanlike_free": HUMANLIKE_FREE_SYSTEM}[key]
+
+
 def dialogue_text(context: Sequence[dict]) -> str:
     """An empathy context (role/content messages) as plain lines."""
     names = {"user": "User", "assistant": "Assistant"}
@@ -49,22 +81,23 @@ def chat_text(context: Sequence[str]) -> str:
     return "\n".join(f"{'A' if (n - i) % 2 == 1 else 'B'}: {turn}" for i, turn in enumerate(context))
 
 
-def empathy_prompt(context: Sequence[dict], reference: str, candidate: str) -> list[dict]:
+def empathy_prompt(context: Sequence[dict], reference: str, candidate: str, decision: str = "think_first"
+                   ) -> list[dict]:
     user = (f"Conversation:\n{dialogue_text(context)}\n\n"
             f"Reference reply: {reference}\n\nCandidate reply: {candidate}")
-    return [{"role": "system", "content": EMPATHY_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system_prompt("empathy", decision)}, {"role": "user", "content": user}]
 
 
-def scalar_prompt(context: Sequence[dict], reply: str) -> list[dict]:
+def scalar_prompt(context: Sequence[dict], reply: str, decision: str = "think_first") -> list[dict]:
     user = f"Conversation:\n{dialogue_text(context)}\n\nReply to rate: {reply}"
-    return [{"role": "system", "content": SCALAR_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system_prompt("scalar", decision)}, {"role": "user", "content": user}]
 
 
-def humanlike_prompt(context: Sequence[str], reply: str, context_free: bool = False) -> list[dict]:
+def humanlike_prompt(context: Sequence[str], reply: str, context_free: bool = False, decision: str = "think_first"
+                     ) -> list[dict]:
     """The context-aware prompt, or with `context_free` the reply alone (METHOD 2.4's two variants)."""
+    system = {"role": "system", "content": system_prompt("humanlike", decision, context_free)}
     if context_free:
-        return [{"role": "system", "content": HUMANLIKE_FREE_SYSTEM},
-                {"role": "user", "content": f"Chat message to judge: {reply}"}]
+        return [system, {"role": "user", "content": f"Chat message to judge: {reply}"}]
     chat = chat_text(context) if context else "(no earlier turns)"
-    user = f"Chat:\n{chat}\n\nReply to judge (B): {reply}"
-    return [{"role": "system", "content": HUMANLIKE_SYSTEM}, {"role": "user", "content": user}]
+    return [system, {"role": "user", "content": f"Chat:\n{chat}\n\nReply to judge (B): {reply}"}]

@@ -3,23 +3,29 @@
     reward_fn = load_reward_fn(cfg, "empathy")          # base + results/<run>/rm/empathy/adapter
     GRPOTrainer(..., reward_funcs=[reward_fn], ...)     # dataset needs a `reference` column
 
-A call judges each completion with the reward model (greedy, batched, cached through the model
-layer, so a repeated completion costs nothing) and maps the verdict to the reward:
+A call judges each completion with the reward model (batched, cached through the model layer, so a
+repeated completion costs nothing), in the decision order it was trained with (think_first: greedy
+generation, strictly parsed; verdict_first: the most probable verdict by `choose`), and maps the
+verdict to the reward:
   - empathy:   the reply against the row's reference reply (the score-3 anchor): better/tie/worse -> +1/0/-1;
   - humanlike: human/machine -> 1/0;
-  - scalar:    score 1-10 -> (score - 1) / 9 in [0, 1] (the ablation: no anchor).
-An RM output that does not parse gives `unparsed_reward` (config; default 0, neutral) and is counted
-in `last_stats`, which the policy stage logs (the tie rate too, a METHOD.md 3.5 monitor).
+  - scalar:    score 1-10 -> (score - 1) / 9 in [0, 1] (the ablation: no anchor); with verdict_first the
+               expected score under the model's probabilities, the fine-grained scalar the ablation is about.
+The discrete kinds stay discrete in both orders (METHOD.md 3.3: a relative verdict, not a score).
+An RM output that does not parse gives `unparsed_reward` (config; default the middle of the kind's
+range: neither a win nor a loss) and is counted in `last_stats`, which the policy stage logs (the tie
+rate too, a METHOD.md 3.5 monitor).
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Sequence
 
-from echo_lib.llm import Sampling
+from echo_lib.rewards.evaluate import judge
+from echo_lib.rewards.params import NEUTRAL_REWARD
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.rm_rewards import completion_text
-from echo_lib.rewards.verdict import SCORE_RANGE, parse, verdict_value
+from echo_lib.rewards.verdict import SCORE_RANGE, verdict_value
 
 
 def prompt_context(prompt: Any) -> list[dict]:
@@ -33,13 +39,13 @@ def prompt_context(prompt: Any) -> list[dict]:
 class RewardModelFn:
     """A TRL reward function `f(prompts, completions, **columns) -> list[float]` over a reward-model LLM."""
 
-    def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float = 0.0,
-                 context_free: bool = False):
-        if kind not in ("empathy", "humanlike", "scalar"):
+    def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float | None = None,
+                 context_free: bool = False, decision: str = "think_first"):
+        if kind not in NEUTRAL_REWARD:
             raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
-        self.llm, self.kind, self.unparsed_reward = llm, kind, unparsed_reward
+        self.llm, self.kind, self.decision, self.max_new_tokens = llm, kind, decision, max_new_tokens
+        self.unparsed_reward = NEUTRAL_REWARD[kind] if unparsed_reward is None else unparsed_reward
         self.context_free = context_free  # humanlike: judge the reply alone (trained that way in stage 02)
-        self.sampling = Sampling(temperature=0, max_new_tokens=max_new_tokens)
         self.__name__ = f"{kind}_rm"   # TRL logs rewards/<__name__>/mean
         self.last_stats: dict[str, Any] = {}
         self.last_answers: list[str | None] = []
@@ -52,26 +58,29 @@ class RewardModelFn:
             if reference is None:
                 raise ValueError("the empathy reward needs a `reference` column in the policy dataset (the "
                                  "reply scored 3 that each completion is compared against)")
-            return [empathy_prompt(c, ref, r) for c, ref, r in zip(contexts, reference, replies)]
+            return [empathy_prompt(c, ref, r, self.decision) for c, ref, r in zip(contexts, reference, replies)]
         if self.kind == "scalar":
-            return [scalar_prompt(c, r) for c, r in zip(contexts, replies)]
-        return [humanlike_prompt([m["content"] for m in c], r, self.context_free) for c, r in zip(contexts, replies)]
+            return [scalar_prompt(c, r, self.decision) for c, r in zip(contexts, replies)]
+        return [humanlike_prompt([m["content"] for m in c], r, self.context_free, self.decision)
+                for c, r in zip(contexts, replies)]
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None = None,
                  **_: Any) -> list[float]:
-        outs = self.llm.generate(self.chats(prompts, completions, reference), self.sampling)
-        parsed = [parse(o.text, self.kind) for o in outs]
-        rewards = [self.value(p.answer) if p.ok else self.unparsed_reward for p in parsed]
-        self.last_answers = [p.answer if p.ok else None for p in parsed]   # per completion (None: unparsed)
-        self.last_stats = {"n": len(parsed), "unparsed": sum(not p.ok for p in parsed),
-                           "verdicts": dict(Counter(p.answer for p in parsed if p.ok))}
+        judged = judge(self.llm, self.chats(prompts, completions, reference), self.kind, self.decision,
+                       self.max_new_tokens)
+        rewards = [self.reward(j) for j in judged]
+        self.last_answers = [j.answer for j in judged]   # per completion (None: unparsed)
+        self.last_stats = {"n": len(judged), "unparsed": sum(not j.ok for j in judged),
+                           "verdicts": dict(Counter(j.answer for j in judged if j.ok))}
         return rewards
 
-    def value(self, answer: str) -> float:
+    def reward(self, j) -> float:
+        if not j.ok:
+            return self.unparsed_reward
         if self.kind == "scalar":
             lo, hi = SCORE_RANGE
-            return (int(answer) - lo) / (hi - lo)
-        return verdict_value(self.kind, answer)
+            return (j.value("scalar") - lo) / (hi - lo)
+        return verdict_value(self.kind, j.answer)
 
 
 def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardModelFn:
@@ -79,5 +88,5 @@ def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardMode
     from echo_lib.rewards.stage import rm_llm, rm_paths
     adapter = adapter_dir or str(rm_paths(cfg, kind).adapter)
     p = cfg.reward_models
-    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed_reward,
-                         context_free=p.context_free(kind))
+    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed(kind),
+                         context_free=p.context_free(kind), decision=p.decision)

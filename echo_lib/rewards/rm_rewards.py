@@ -1,21 +1,25 @@
 """The rewards that train a reward model with GRPO (METHOD.md 3.4 [DEFAULT]):
 
-    reward = correct + process_weight * process + format_weight * format
+    reward = correct + process_weight * process + format_weight * format + consistency_weight * consistency
 
-  - correct: 1 if the verdict equals the label, else 0 (scalar: 1 - |score - target| / 9);
-  - process: the reasoning's profile (or humanlike checks) against the gold (echo_lib.rewards.process);
-  - format:  1 if the output parses strictly (echo_lib.rewards.verdict), else 0.
+  - correct:     1 if the verdict equals the label, else 0 (scalar: 1 - |score - target| / 9);
+  - process:     the reasoning's profile (or humanlike checks) against the gold (echo_lib.rewards.process),
+                 0 when the output does not parse strictly (no pay for reasoning without a verdict);
+  - format:      1 if the output parses strictly (echo_lib.rewards.verdict), else 0;
+  - consistency: 1 if the verdict is the one the reasoning argues for (process.implied_verdict: the
+                 humanlike checks, the empathy Comparison line, the scalar Assessment line's rubric
+                 level), else 0 (also 0 when the output does not parse or the reasoning states none).
 
 Each is a TRL reward function, `f(completions, gold, **kwargs) -> list[float]`, where `gold` is the
 dataset's JSON column (data.grpo_rows); TRL weighs them with `reward_weights` and logs each one's mean
-under its __name__, so the training log shows the three parts separately.
+under its __name__, so the training log shows the four parts separately.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, Callable
 
-from echo_lib.rewards.process import checks_reward, profile_reward
+from echo_lib.rewards.process import checks_reward, implied_verdict, profile_reward, score_level
 from echo_lib.rewards.verdict import SCORE_RANGE, Parsed, parse
 
 
@@ -35,25 +39,33 @@ def correctness(kind: str, parsed: Parsed, gold: dict) -> float:
 
 
 def process(kind: str, text: str, gold: dict, judge=None) -> float:
-    """Scored on the reasoning even when the verdict is malformed or cut off (partial credit for the path,
-    which gives GRPO a signal before the model has learned to finish the format)."""
-    think = _think_block(text)
+    """The reasoning's profile (humanlike: its checks) against the gold; 0 unless the output parses strictly
+    (verdict.parse): reasoning that never reaches a verdict, or one cut off by the length limit, earns
+    nothing, so the policy cannot collect process reward while skipping the verdict."""
+    parsed = parse(text, kind)
+    if not parsed.ok:
+        return 0.0
     if kind == "humanlike":
-        return checks_reward(think, gold["item_kind"], gold.get("context_free", False))
-    return profile_reward(think, gold["profile"], judge)
+        return checks_reward(parsed.think, gold["item_kind"], gold.get("context_free", False))
+    return profile_reward(parsed.think, gold["profile"], judge)
 
 
-def _think_block(text: str) -> str | None:
-    """The reasoning after <think>, up to </think> or, for an output cut off by the length limit, to its end."""
-    start = text.find("<think>")
-    if start < 0:
-        return None
-    end = text.find("</think>", start)
-    return text[start + len("<think>"):end if end >= 0 else None]
+def consistency(kind: str, text: str) -> float:
+    """1 if the strictly parsed verdict is the one the reasoning states (humanlike: the checks' verdict;
+    empathy: the Comparison wording; scalar: the Assessment's rubric level = the score's level), else 0."""
+    parsed = parse(text, kind)
+    if not parsed.ok:
+        return 0.0
+    implied = implied_verdict(kind, parsed.think)
+    if implied is None:
+        return 0.0
+    if kind == "scalar":
+        return float(score_level(parsed.score) == int(implied))
+    return float(parsed.answer == implied)
 
 
 def rm_reward_funcs(kind: str, judge=None) -> list[Callable[..., list[float]]]:
-    """[correct, process, format] as TRL reward functions for one reward-model kind."""
+    """[correct, process, format, consistency] as TRL reward functions for one reward-model kind."""
     def rows(completions, gold):
         return [(completion_text(c), json.loads(g)) for c, g in zip(completions, gold)]
 
@@ -66,5 +78,9 @@ def rm_reward_funcs(kind: str, judge=None) -> list[Callable[..., list[float]]]:
     def format_(completions, **_) -> list[float]:
         return [float(parse(completion_text(c), kind).ok) for c in completions]
 
+    def consistency_(completions, **_) -> list[float]:
+        return [consistency(kind, completion_text(c)) for c in completions]
+
     correct.__name__, process_.__name__, format_.__name__ = "correct", "process", "format"
-    return [correct, process_, format_]
+    consistency_.__name__ = "consistency"
+    return [correct, process_, format_, consistency_]

@@ -5,6 +5,13 @@
     results/<run>/rm/<kind>/metrics.json    base vs trained metrics, training time, provenance
     results/<run>/rm/<kind>/metrics.csv     the same metrics as a table (metric x model)
     results/<run>/rm/<kind>/eval_rows.jsonl every judged test item with both models' raw outputs
+    results/<run>/rm/<kind>/shuffled/       the label-shuffle twin: adapter/ and train_log.csv
+
+metrics.json puts the trained model beside its controls: the untrained base (same prompt), the
+majority baseline, the twin trained on shuffled labels (`shuffled_accuracy`, must stay at chance), the
+accuracy on training items (`train_accuracy`: memorising and failing to learn look alike on the test
+split alone) and a linear probe on sentence embeddings of the same items (`probe`: what the data
+allows a simple model to learn).
 """
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.rewards.data import context_free_items, data_file, examples, load_items
+from echo_lib.rewards.data import context_free_items, data_file, examples, load_items, shuffled_labels
 from echo_lib.rewards.evaluate import evaluate, metrics_table
 from echo_lib.rewards.params import KINDS
 from echo_lib.rewards.train import TrainResult, train_reward_model
@@ -43,6 +50,10 @@ class RMPaths:
     @property
     def eval_rows(self) -> Path:
         return self.dir / "eval_rows.jsonl"
+
+    @property
+    def shuffled(self) -> "RMPaths":
+        return RMPaths(self.dir / "shuffled")
 
 
 def check_kind(kind: str) -> str:
@@ -96,42 +107,74 @@ def process_judge(cfg):
     return make_judge(load_llm(cfg, p.process_judge or cfg.roles.reward_model))
 
 
-def train(cfg, kind: str) -> TrainResult:
+def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
+    """Train the reward model on its training split; with `shuffled`, its label-shuffle twin."""
     from echo_lib.model_setup import weights_path
     p = cfg.reward_models
     spec = rm_spec(cfg)
-    exs = examples(items(cfg, kind, "train", p.max_train_items), kind, p.target_field_words, p.context_free(kind))
-    return train_reward_model(weights_path(cfg, spec), kind, exs, p, rm_paths(cfg, kind).dir, seed=cfg.seed,
+    train_items = items(cfg, kind, "train", p.max_train_items)
+    if shuffled:
+        train_items = shuffled_labels(train_items, kind, cfg.seed)
+    exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
+    out = rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)
+    return train_reward_model(weights_path(cfg, spec), kind, exs, p, out.dir, seed=cfg.seed,
                               judge=process_judge(cfg), use_cpu=spec.device == "cpu", dtype=spec.dtype)
 
 
-def evaluate_models(cfg, kind: str, adapter: str | Path) -> dict[str, tuple[dict, list[dict]]]:
-    """Base (untrained, same prompt) and trained reward model on the held-out split."""
-    p = cfg.reward_models.eval
+def evaluate_models(cfg, kind: str, adapter: str | Path, shuffled_adapter: str | Path | None = None
+                    ) -> dict[str, tuple[dict, list[dict]]]:
+    """On the held-out split: the base (untrained, same prompt), the trained model and, if given, its
+    label-shuffle twin; "trained_on_train": the trained model on a sample of its own training items."""
+    p, rm = cfg.reward_models.eval, cfg.reward_models
     test = items(cfg, kind, "test", p.max_items)
-    context_free = cfg.reward_models.context_free(kind)
-    out = {}
-    for name, llm in (("base", rm_llm(cfg)), ("trained", rm_llm(cfg, adapter))):
-        out[name] = evaluate(llm, test, kind, p.max_new_tokens, p.position_swap, context_free)
+    args = (kind, p.max_new_tokens, p.position_swap, rm.context_free(kind), rm.decision)
+    trained = rm_llm(cfg, adapter)
+    out = {"base": evaluate(rm_llm(cfg), test, *args), "trained": evaluate(trained, test, *args)}
+    if shuffled_adapter is not None:
+        out["shuffled"] = evaluate(rm_llm(cfg, shuffled_adapter), test, *args)
+    if p.max_train_items:
+        out["trained_on_train"] = evaluate(trained, items(cfg, kind, "train", p.max_train_items), *args)
     return out
 
 
-def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], trained: TrainResult | None
-                  ) -> dict:
+def probe(cfg, kind: str) -> dict:
+    """The learnability reference: a linear probe on sentence embeddings, same train / test items."""
+    from echo_lib.rewards.probe import linear_probe, load_embedder
+    p = cfg.reward_models
+    return linear_probe(items(cfg, kind, "train", p.max_train_items), items(cfg, kind, "test", p.eval.max_items),
+                        kind, load_embedder(), seed=cfg.seed, context_free=p.context_free(kind))
+
+
+def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], trained: TrainResult | None,
+                  probe_metrics: dict | None = None, shuffled: TrainResult | None = None) -> dict:
     from echo_lib.provenance import provenance, write_json, write_jsonl
     paths = rm_paths(cfg, kind)
     by_model = {name: m for name, (m, _) in results.items()}
-    training = None if trained is None else {"seconds": trained.seconds, "steps": trained.steps,
-                                             "peak_rss_mb": round(trained.peak_rss_mb)}
+    main = {name: m for name, m in by_model.items() if name in ("base", "trained")}
+    if "trained" in main:   # the controls beside the trained model's own figures
+        main["trained"] = {**main["trained"],
+                           "train_accuracy": by_model.get("trained_on_train", {}).get("accuracy"),
+                           "shuffled_accuracy": by_model.get("shuffled", {}).get("accuracy")}
+    test = next(iter(by_model.values()))
     record = {"kind": kind, "scale": cfg.scale, "base_model": cfg.roles.reward_model,
-              "n_test": next(iter(by_model.values()))["n"], **by_model, "training": training,
+              "decision": cfg.reward_models.decision, "n_test": test["n"],
+              "majority_baseline": test["majority_baseline"], **main,
+              "train_accuracy": main.get("trained", {}).get("train_accuracy"),
+              "shuffled_accuracy": main.get("trained", {}).get("shuffled_accuracy"),
+              "probe": probe_metrics, "shuffled": by_model.get("shuffled"),
+              "train_split": by_model.get("trained_on_train"),
+              "training": _training(trained), "shuffled_training": _training(shuffled),
               "params": dataclasses.asdict(cfg.reward_models),
               "provenance": provenance(cfg, stage="02_reward_models", kind=kind)}
     write_json(paths.metrics, record)
-    table = metrics_table(by_model)
+    table = metrics_table({**by_model, **({"probe": probe_metrics} if probe_metrics else {})})
     with open(paths.table, "w", newline="") as fh:
-        w = csv.DictWriter(fh, ["metric", *by_model])
+        w = csv.DictWriter(fh, ["metric", *by_model, *(["probe"] if probe_metrics else [])])
         w.writeheader()
         w.writerows(table)
     write_jsonl(paths.eval_rows, ({"model": name, **r} for name, (_, rows) in results.items() for r in rows))
     return record
+
+
+def _training(t: TrainResult | None) -> dict | None:
+    return None if t is None else {"seconds": t.seconds, "steps": t.steps, "peak_rss_mb": round(t.peak_rss_mb)}

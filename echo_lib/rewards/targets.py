@@ -10,7 +10,7 @@ these targets with teacher traces (the rest of the stage is unchanged).
 from __future__ import annotations
 
 from echo_lib.rewards.profile import checks_gold, clip_words, render_checks, render_profile
-from echo_lib.rewards.verdict import format_verdict, score_target
+from echo_lib.rewards.verdict import format_verdict, score_target, verdict_tag
 
 COMPARISON = {
     "better": "the candidate meets these needs better than the reference.",
@@ -60,3 +60,10 @@ def humanlike_target(item: dict, context_free: bool = False) -> str:
     conclusion = (CONCLUSION_FREE if context_free else CONCLUSION)[item["kind"]]
     think = "\n".join([render_checks(checks), "Conclusion: " + conclusion])
     return format_verdict("humanlike", think, item["label"])
+
+
+def verdict_target(item: dict, kind: str) -> str:
+    """The verdict-first target: the gold verdict alone (`reward_models.decision: verdict_first`)."""
+    answer = str(score_target(item["candidate_score"])) if kind == "scalar" else item["label"]
+    tag = verdict_tag(kind)
+    return f"<{tag}>{answer}</{tag}>"

@@ -1,8 +1,10 @@
 """Training a generative reward model with TRL and LoRA: a short SFT warm start, then GRPO.
 
     sft_stage   reasoning-plus-verdict targets (targets.py) teach the format and where evidence goes;
-    grpo_stage  the model judges each training prompt num_generations times and is rewarded for
-                correct + process_weight * process + format_weight * format (rm_rewards.py).
+                with `decision: verdict_first` the target is the verdict alone, and SFT is the whole
+                training (its loss falls on the decision tokens; the verdict is read by `choose`);
+    grpo_stage  think_first only: the model judges each training prompt num_generations times and is
+                rewarded for correct + process_weight * process + format_weight * format (rm_rewards.py).
 
 Both stages train one LoRA adapter on the frozen base; GRPO continues the SFT adapter in memory.
 The CPU flags are the ones PLATFORM.md 4 measured (bf16 defaults to True even on CPU, gradient
@@ -91,12 +93,27 @@ def check_lengths(tok, exs: Sequence[Example], max_length: int) -> None:
                     "target (e.g. %s)", len(over), len(exs), max_length, over[0])
 
 
+COMPLETION_HEADROOM = 1.25  # sampled judgments run longer than the templated targets they were taught
+
+
+def check_completion_room(tok, exs: Sequence[Example], max_completion_length: int) -> None:
+    """GRPO cuts a judgment at max_completion_length, and a cut judgment has no verdict (no reward but
+    the format's 0): the longest target, with headroom for sampling, must fit."""
+    longest = max(len(tok(e.target, add_special_tokens=False)["input_ids"]) for e in exs)
+    need = int(longest * COMPLETION_HEADROOM) + 1
+    if max_completion_length < need:
+        raise ValueError(f"reward_models.grpo.max_completion_length={max_completion_length} leaves no room for the "
+                         f"verdict: the longest target is {longest} tokens and sampled judgments run longer; set it "
+                         f"to at least {need}, or shorten the targets (reward_models.target_field_words)")
+
+
 def grpo_stage(model, tok, exs: Sequence[Example], reward_funcs: list[Callable], reward_weights: list[float],
                params: RewardModelParams, work_dir: Path, seed: int, use_cpu: bool = True, peft_config=None):
     """GRPO on the reward model; `model` is the SFT PeftModel (or the base with `peft_config`)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     p = params.grpo
+    check_completion_room(tok, exs, p.max_completion_length)
     if len(exs) < p.prompts_per_step:
         raise ValueError(f"GRPO needs at least reward_models.grpo.prompts_per_step={p.prompts_per_step} training "
                          f"items, got {len(exs)}; lower it or make more data in stage 01")
@@ -118,6 +135,10 @@ def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], para
     """SFT then GRPO on `exs`; writes out_dir/adapter/ and out_dir/train_log.csv."""
     if params.sft.steps == 0 and params.grpo.steps == 0:
         raise ValueError("no training steps configured (reward_models.sft.steps and grpo.steps are both 0)")
+    if params.decision == "verdict_first" and params.grpo.steps > 0:
+        raise ValueError(f"reward_models.grpo.steps is {params.grpo.steps}, but decision verdict_first trains by SFT "
+                         "on the verdict alone (there is no reasoning to reward); set grpo.steps: 0, or use "
+                         "decision: think_first for SFT + GRPO")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="rm-trainer-") as work:  # TRL wants an output_dir; nothing is saved there
         return _train(base, kind, exs, params, out_dir, Path(work), seed, judge, use_cpu, dtype)

@@ -77,6 +77,30 @@ def format_verdict(kind: str, think: str, answer: str) -> str:
     return f"<think>\n{think.strip()}\n</think>\n<{tag}>{answer}</{tag}>"
 
 
+def verdict_options(kind: str) -> list[str]:
+    """The complete verdicts a verdict-first reward model chooses between, e.g. "<answer>human</answer>"
+    (scored whole by the model layer's `choose`, so the shared tags cancel and the closing tag keeps
+    "<score>1" apart from "<score>10")."""
+    tag = verdict_tag(kind)
+    return [f"<{tag}>{a}</{tag}>" for a in allowed_answers(kind)]
+
+
+def option_answer(option: str) -> str:
+    """The verdict word (or score) inside one of verdict_options."""
+    return TAG.sub("", option)
+
+
+def answer_probs(kind: str, probs: dict[str, float]) -> dict[str, float]:
+    """A `choose` result over verdict_options as {answer: probability}, renormalised over the options."""
+    total = sum(probs.values()) or 1.0
+    return {option_answer(o): p / total for o, p in probs.items()}
+
+
+def expected_value(kind: str, probs: dict[str, float]) -> float:
+    """E[verdict_value] under {answer: probability}: +1..-1 for empathy, P(human) for humanlike, E[score]."""
+    return sum(verdict_value(kind, a) * p for a, p in probs.items())
+
+
 def verdict_value(kind: str, answer: str) -> float:
     """empathy better/tie/worse -> +1/0/-1; humanlike human/machine -> 1/0; scalar n -> n (1..10)."""
     if kind == "empathy":

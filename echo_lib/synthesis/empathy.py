@@ -14,6 +14,8 @@ For each scenario's opening message (the user speaks first, in the persona's wor
    by its score difference (a tie within `tie_margin`). Golden rewrites are the "chosen", low scores
    the "rejected".
 Each item keeps the gold profile it was derived from, for the process reward.
+This is `data.empathy.method: critique_rewrite`; contrasts.py makes items whose order is known by
+construction (`contrast`, the tiny scale's default).
 """
 from __future__ import annotations
 
@@ -41,10 +43,10 @@ class EmpathyItem:
     reference: str
     candidate: str
     label: str              # better | tie | worse (candidate vs reference)
-    candidate_score: int    # rounded rubric score 1-5
+    candidate_score: int    # rounded rubric score 1-5 (contrast: the construction score)
     score: float            # the judge's expected score of the candidate
     reference_score: float
-    origin: str             # sample | rewrite
+    origin: str             # sample | rewrite; contrast: good or the poor kind (contrasts.KINDS)
 
     def to_json(self) -> dict:
         return asdict(self)

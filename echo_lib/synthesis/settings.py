@@ -27,7 +27,19 @@ class HumanlikeData:
 
 
 @dataclass(frozen=True)
+class ContrastData:
+    """data.empathy.contrast: candidates whose order against the reference is known by construction."""
+    good_per_scenario: int
+    poor_per_scenario: int
+    references_per_scenario: int
+    poor_kinds: list[str]
+    bank_file: str
+    good_prompt: str
+
+
+@dataclass(frozen=True)
 class EmpathyData:
+    method: str             # contrast | critique_rewrite
     axioms_file: str
     max_scenarios: int
     test_fraction: float
@@ -39,6 +51,7 @@ class EmpathyData:
     top_p: float
     max_new_tokens: int
     rewrite_max_new_tokens: int
+    contrast: ContrastData
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from echo_lib.config import RunConfig
 from echo_lib.provenance import write_json, write_jsonl
 from echo_lib.scenarios.cases import stratified_order
 from echo_lib.scenarios.own import load_own
-from echo_lib.synthesis import hitl
+from echo_lib.synthesis import contrasts, hitl
 from echo_lib.synthesis.chitchat import load_chitchat
 from echo_lib.synthesis.empathy import synthesize
 from echo_lib.synthesis.humanlike import make_humanlike_data
@@ -44,12 +44,18 @@ def empathy_scenarios(cfg: RunConfig) -> list:
 
 
 def empathy_data(cfg: RunConfig, generator, judge, scenarios: list) -> dict[str, list]:
-    """Critique-and-rewrite items against a score-3 anchor, split by persona (not yet HITL-filtered)."""
+    """Items against a reference reply, split by persona (not yet HITL-filtered): by contrast
+    construction (contrasts.py; `judge` unused, may be None) or by critique-and-rewrite (empathy.py)."""
     e = cfg.data.empathy
     axioms = load_axioms(e.axioms_file)
     train, test = holdout_split(scenarios, e.test_fraction, cfg.seed)
+    parts = (("train", train), ("test", test))
+    if e.method == "contrast":
+        banks = contrasts.split_bank(contrasts.load_bank(e.contrast.bank_file, e.contrast.poor_kinds), cfg.seed)
+        return {split: contrasts.synthesize(part, axioms, generator, e, cfg.seed, f"emp-{split}", banks[split])
+                for split, part in parts}
     return {split: synthesize(part, axioms, generator, judge, e, cfg.seed, prefix=f"emp-{split}")
-            for split, part in (("train", train), ("test", test))}
+            for split, part in parts}
 
 
 def human_check(cfg: RunConfig, scenarios: list, splits: dict[str, list]) -> tuple[dict[str, list], dict]:
