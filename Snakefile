@@ -55,6 +55,7 @@ rule all:
     input:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
+        f"{RUN}/controls/controls.json",
         expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
         expand(f"{RUN}/policy/{{variant}}/metrics.json", variant=VARIANTS),
         expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
@@ -146,6 +147,34 @@ rule epm_published:
                                            "out_dir": os.path.dirname(output.summary),
                                            "case_meta_source": config["published"]["case_meta_source"]},
                      log=log[0])
+
+
+rule controls:
+    """Positive controls: stage 02's reward-model code on a task whose answer is in the text (and its
+    label-shuffle twin), stage 03's GRPO on a rule reward. Proof that the training code can learn."""
+    input:
+        py="notebooks/02_controls.py",
+        manifest=f"{RUN}/models/manifest.json",
+    output:
+        record=f"{RUN}/controls/controls.json",
+        figure=f"{RUN}/controls/controls.png",
+        nb=f"{NB}/02_controls.ipynb",
+    params:
+        controls=config["controls"],
+        reward_models=config["reward_models"],
+        roles=config["roles"],
+        seed=config["seed"],
+    log:
+        f"{LOGS}/02_controls.log",
+    threads: res("controls")["threads"]
+    resources:
+        mem_mb=res("controls")["mem_mb"],
+        runtime=res("controls")["runtime"],
+        gpu=res("controls")["gpu"],
+        gpu_model=res("controls")["gpu_model"],
+        cpus_per_task=res("controls")["threads"],
+    run:
+        run_stage("controls", threads, input.py, output.nb, {"config": config}, log=log[0])
 
 
 def rm_data(wildcards):

@@ -24,6 +24,7 @@ from echo_lib.paths import project_root
 from echo_lib.nee.params import NEEParams
 from echo_lib.policy.params import PolicyParams
 from echo_lib.report.params import PaperParams
+from echo_lib.controls.params import ControlParams
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.sandbox.params import SandboxRunParams
 from echo_lib.synthesis.settings import DataConfig
@@ -124,6 +125,7 @@ class RunConfig:
     epm: EPMParams
     data: DataConfig
     reward_models: RewardModelParams
+    controls: ControlParams
     sandbox_run: SandboxRunParams
     policy: PolicyParams
     nee: NEEParams

@@ -65,10 +65,9 @@ print("reward model per domain:", ROUTES[variant])
 # Prompts are drawn from the train splits of stage 01 with the configured domain mix. The best-of-N
 # filter then samples a few replies per prompt from the initial policy and asks the (echo) reward
 # models about each; a prompt whose replies all win or all lose gives GRPO nothing to compare, so it
-# is dropped. A reward-model output that does not parse earns the neutral reward 0, which for the
-# Humanlike verdict is the same as "machine": with a weak tiny judge, chit-chat prompts can be dropped
-# as all-lose for that reason (filter.json lists every group's rewards). The data is built once and
-# shared by both variants.
+# is dropped (filter.json lists every group's rewards). A reward-model output that does not parse
+# (think_first only; verdict-first reward models choose, and always answer) earns the middle of the
+# kind's range, neither a win nor a loss. The data is built once and shared by both variants.
 
 # %%
 prompts, heldout, data_report = stage.rl_data(cfg)
@@ -87,13 +86,16 @@ print("\n--- one policy prompt ---\n" + chat[-1]["content"][:1000])
 # the routed rewards, normalises the rewards within each prompt's group and takes one clipped
 # policy-gradient step on the LoRA adapter. The monitors beside the reward are the reward-hacking
 # signals of METHOD.md 3.5: length, repetition across the group's replies, ornate or bracketed
-# actions, advice lists, format violations, and the verdict mix (win, tie, unparsed).
+# actions, advice lists, format violations, and the verdict mix (win, tie, unparsed). The share of
+# groups whose replies all got the same reward (`frac_reward_zero_std`) is the share of the batch
+# GRPO learns nothing from: a discrete verdict with a weak judge ties often.
 
 # %%
 trained = stage.train(cfg, variant, prompts)
 log = pd.read_csv(paths.train_log)
 print(f"{trained.steps} steps in {trained.seconds:.0f} s ({trained.seconds / max(trained.steps, 1):.1f} s/step), "
-      f"peak RSS {trained.peak_rss_mb:.0f} MB")
+      f"peak RSS {trained.peak_rss_mb:.0f} MB; groups with tied rewards: "
+      f"{log.frac_reward_zero_std.mean():.2f} of each step's groups on average")
 log.round(3)
 
 # %% [markdown]

@@ -17,7 +17,7 @@ from test_rewards_data import empathy_item, humanlike_item, write_jsonl
 
 FAST = RewardModelParams(sft=SFTParams(steps=1, batch_size=2, max_length=2048, learning_rate=1e-2),
                          grpo=GRPOParams(steps=1, prompts_per_step=2, num_generations=2, max_completion_length=8,
-                                         learning_rate=1e-2))
+                                         learning_rate=1e-2), decision="think_first")
 
 
 def adapter_weights(model) -> dict[str, torch.Tensor]:
@@ -72,9 +72,9 @@ def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path, context):
                        "results_dir": str(tmp_path), "run_name": "t",
                        "llm": {"progress": False},
                        "reward_models": {"sft": {"steps": 1, "batch_size": 2, "max_length": 2048},
-                                         "grpo": {"steps": 1, "num_generations": 2, "max_completion_length": 8},
-                                         "eval": {"max_items": 4, "max_new_tokens": 8},
-                                         "humanlike_context": context}})
+                                         "grpo": {"steps": 1, "num_generations": 2, "max_completion_length": 512},
+                                         "eval": {"max_items": 4, "max_new_tokens": 8, "max_train_items": 0},
+                                         "humanlike_context": context, "decision": "think_first"}})
     kinds = ["human", "model_reply", "last_turn_swapped", "turns_shuffled", "human", "context_removed"]
     for split in ("train", "test"):
         write_jsonl(cfg.run_dir / "data" / "humanlike" / f"{split}.jsonl",
@@ -98,7 +98,7 @@ def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path, context):
     assert len(paths.eval_rows.read_text().splitlines()) == 8
 
     fn = load_reward_fn(cfg, "humanlike")
-    assert fn(prompts=["hey"], completions=["yo"]) == [cfg.reward_models.unparsed_reward]
+    assert fn(prompts=["hey"], completions=["yo"]) == [0.5]   # unparsed: the middle of human / machine
     assert fn.context_free == (context == "free")
 
 
@@ -109,6 +109,8 @@ def test_training_needs_steps_and_enough_items(tiny_lm_dir, tmp_path):
     with pytest.raises(ValueError, match="no training steps"):
         train_reward_model(tiny_lm_dir, "humanlike", exs, none, tmp_path)
     with pytest.raises(ValueError, match="prompts_per_step"):
-        train_reward_model(tiny_lm_dir, "humanlike", exs, replace(FAST, sft=replace(FAST.sft, steps=0)), tmp_path)
+        train_reward_model(tiny_lm_dir, "humanlike", exs, replace(FAST, sft=replace(FAST.sft, steps=0),
+                                                                  grpo=replace(FAST.grpo, max_completion_length=512)),
+                           tmp_path)
     with pytest.raises(ValueError, match="sft.max_length"):
         train_reward_model(tiny_lm_dir, "humanlike", exs, replace(FAST, sft=replace(FAST.sft, max_length=32)), tmp_path)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
 from pathlib import Path
+
+from echo_lib.controls.params import GenRMControlParams
 
 MARKER = "no cap"
 OPENERS = ["so", "ok", "well", "honestly", "yeah", "hmm", "right", "look", "anyway", "wait"]
@@ -24,15 +25,6 @@ EVENTS = ["was late again", "made me laugh today", "is driving me nuts", "surpri
           "broke down", "kept me up all night", "finally called back", "was weird about it",
           "cost way too much", "got better somehow", "changed the plan", "ruined my lunch"]
 ENDINGS = ["", " lol", " tbh", " idk", " haha", "...", "!", " ugh", " whatever", " right?"]
-
-
-@dataclass(frozen=True)
-class GenRMControlParams:
-    n_train: int = 160             # messages to train on (half of them with the marker)
-    n_test: int = 100              # held-out messages, from a disjoint part of the templates' products
-    sft_steps: int = 40
-    learning_rate: float = 5e-4
-    batch_size: int = 8
 
 
 def message(rng: random.Random, marked: bool) -> str:

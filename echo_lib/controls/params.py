@@ -1,4 +1,7 @@
-"""GRPOControlParams: the settings of the policy GRPO positive control (echo_lib.controls.grpo).
+"""The `controls:` block of the run config: the GenRM and the policy GRPO positive controls.
+
+GenRMControlParams: the marker task of echo_lib.controls.genrm, trained with stage 02's code.
+GRPOControlParams: the settings of the policy GRPO positive control (echo_lib.controls.grpo).
 
 The defaults were chosen by measurement on a shared 2-core CPU with the converted SmolLM2-135M-Instruct
 (see grpo.py): with seed 0 the mean reward rises by at least 0.3 from the first to the last quarter of
@@ -6,7 +9,16 @@ the steps within about four minutes. This module imports nothing heavy.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GenRMControlParams:
+    n_train: int = 160             # messages to train on (half of them with the marker)
+    n_test: int = 100              # held-out messages (drawn with another seed)
+    sft_steps: int = 40
+    learning_rate: float = 5e-4
+    batch_size: int = 8
 
 
 @dataclass(frozen=True)
@@ -23,3 +35,9 @@ class GRPOControlParams:
     lora_r: int = 8
     lora_alpha: int = 16
     system_prompt: str | None = None # null: the sandbox's companion prompt, as stage 03 uses
+
+
+@dataclass(frozen=True)
+class ControlParams:
+    genrm: GenRMControlParams = field(default_factory=GenRMControlParams)
+    grpo: GRPOControlParams = field(default_factory=GRPOControlParams)

@@ -18,7 +18,8 @@ VARIANT_COLORS = {"echo": "#3b75af", "scalar": "#d1495b"}
 # models, so its panel compares shapes, not levels (the caption in main.tex says so).
 CURVES = [("reward", "Training reward (own RM)"), ("reward_empathy", "Reward, empathy prompts"),
           ("reward_chitchat", "Reward, chit-chat prompts"), ("win_rate", "Win rate vs reference"),
-          ("tie_rate", "Tie rate"), ("humanlike_rate", "Humanlike rate"), ("kl", "KL to the base"),
+          ("tie_rate", "Tie rate"), ("frac_reward_zero_std", "Groups with tied rewards (zero advantage)"),
+          ("humanlike_rate", "Humanlike rate"), ("kl", "KL to the base"),
           ("entropy", "Entropy"), ("reply_length", "Reply length (tokens)"),
           ("ornate_rate", "Ornate / bracketed-action rate"), ("advice_list_rate", "Advice-list rate"),
           ("repetition", "Repetition across the group")]

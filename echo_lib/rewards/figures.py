@@ -1,4 +1,6 @@
-"""Stage 02's figure: the training curve (SFT loss; GRPO reward and its parts) beside base-vs-trained bars."""
+"""Stage 02's figure: the training curve beside the held-out accuracy of the trained reward model and
+everything it must be read against (majority baseline, untrained base, label-shuffle twin, linear probe
+on sentence embeddings), with bootstrap 95 % intervals where there are per-item results."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,32 +9,44 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 
-BARS = ["accuracy", "parse_failure_rate", "position_bias", "length_bias"]
+def accuracy_bars(record: dict) -> pd.DataFrame:
+    """One row per reference point: name, held-out accuracy, balanced accuracy, interval (or None)."""
+    def row(name, m):
+        if not m:
+            return None
+        return {"model": name, "accuracy": m.get("accuracy"), "balanced_accuracy": m.get("balanced_accuracy"),
+                "ci": m.get("accuracy_ci")}
+    rows = [{"model": "majority baseline", "accuracy": record.get("majority_baseline"),
+             "balanced_accuracy": 0.5, "ci": None},
+            row("untrained base", record.get("base")), row("label-shuffled twin", record.get("shuffled")),
+            row("linear probe", record.get("probe")), row("trained", record.get("trained"))]
+    return pd.DataFrame([r for r in rows if r and r["accuracy"] is not None])
 
 
 def rm_figure(train_log: str | Path | pd.DataFrame, record: dict, kind: str) -> plt.Figure:
     log = train_log if isinstance(train_log, pd.DataFrame) else pd.read_csv(train_log)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
     sft, grpo = log[log.stage == "sft"], log[log.stage == "grpo"]
-    ax = axes[0]
     if len(sft):
-        ax.plot(sft.step, sft.loss, marker=".")
-    ax.set(title="SFT warm start", xlabel="step", ylabel="loss")
-    ax = axes[1]
-    for col in ["reward", "correct", "process", "format"]:
-        if len(grpo) and grpo[col].notna().any():
-            ax.plot(grpo.step, grpo[col], marker=".", label=col)
-    ax.set(title="GRPO on the reward model", xlabel="step", ylabel="mean reward")
+        left.plot(sft.step, sft.loss, marker=".", label="SFT loss")
     if len(grpo):
-        ax.legend(fontsize=8)
-    ax = axes[2]
-    rows = [(m, name, record[name].get(m)) for m in BARS for name in ("base", "trained")]
-    df = pd.DataFrame(rows, columns=["metric", "model", "value"]).dropna()
-    if len(df):
-        wide = df.pivot(index="metric", columns="model", values="value").reindex([m for m in BARS if m in set(df.metric)])
-        wide.plot.bar(ax=ax, rot=20)
-    ax.axhline(0, color="grey", lw=0.5)
-    ax.set(title=f"{kind}: held-out (n={record['n_test']})", xlabel="", ylabel="value")
-    fig.suptitle(f"{kind} reward model, {record['scale']} scale", y=1.02)
+        left.plot(len(sft) + grpo.step, grpo.reward, marker=".", label="GRPO reward")
+    left.set(title="training", xlabel="step", ylabel="loss / reward")
+    left.legend(fontsize=8)
+    bars = accuracy_bars(record)
+    lo = [a - ci[0] if ci else 0 for a, ci in zip(bars.accuracy, bars.ci)]
+    hi = [ci[1] - a if ci else 0 for a, ci in zip(bars.accuracy, bars.ci)]
+    colors = {"majority baseline": "C3", "untrained base": "C7", "label-shuffled twin": "C8",
+              "linear probe": "C2", "trained": "C0"}
+    right.bar(bars.model, bars.accuracy, yerr=[lo, hi], capsize=4, color=[colors[m] for m in bars.model])
+    right.scatter(bars.model, bars.balanced_accuracy, marker="D", color="k", zorder=3, label="balanced accuracy")
+    train_acc = record.get("train_accuracy")
+    if train_acc is not None:
+        right.axhline(train_acc, ls=":", c="C0", lw=1, label=f"trained, on its training items ({train_acc:.2f})")
+    right.set(title=f"{kind}: held-out accuracy (n={record['n_test']}, 95 % bootstrap intervals)", ylim=(0, 1.05),
+              ylabel="accuracy")
+    right.tick_params(axis="x", rotation=15)
+    right.legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"{kind} reward model, {record['scale']} scale ({record.get('decision', 'think_first')})", y=1.02)
     fig.tight_layout()
     return fig

@@ -26,17 +26,19 @@ class LoraParams:
 
 @dataclass(frozen=True)
 class SFTParams:
-    """Warm start: supervised steps on reasoning-plus-verdict targets (templated at tiny scale)."""
-    steps: int = 30
-    learning_rate: float = 1e-3
-    batch_size: int = 4
-    max_length: int = 768          # prompt + target tokens; longer examples are cut from the right
+    """Supervised steps: the warm start on reasoning-plus-verdict targets (think_first), or the whole
+    training on the verdict alone (verdict_first)."""
+    steps: int = 60
+    learning_rate: float = 5e-4
+    batch_size: int = 8
+    max_length: int = 512          # prompt + target tokens; longer examples are cut from the right
 
 
 @dataclass(frozen=True)
 class GRPOParams:
-    """GRPO on the reward model itself: reward = correct + process_weight*process + format_weight*format."""
-    steps: int = 8
+    """GRPO on the reward model itself (think_first only):
+    reward = correct + process_weight*process + format_weight*format + consistency_weight*consistency."""
+    steps: int = 0
     learning_rate: float = 2e-4
     num_generations: int = 4       # completions per prompt (the group)
     prompts_per_step: int = 2      # per-device batch = prompts_per_step * num_generations completions
@@ -45,6 +47,7 @@ class GRPOParams:
     beta: float = 0.0              # KL to the reference; >0 needs a second forward pass per step
     process_weight: float = 0.3
     format_weight: float = 1.0
+    consistency_weight: float = 0.5   # the stated checks / comparison agree with the verdict
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from echo_lib.rewards.rm_rewards import rm_reward_funcs
 
 log = logging.getLogger(__name__)
 
-LOG_COLUMNS = ["stage", "step", "loss", "reward", "correct", "process", "format", "completion_length",
-               "step_time", "learning_rate"]
+LOG_COLUMNS = ["stage", "step", "loss", "reward", "correct", "process", "format", "consistency",
+               "completion_length", "step_time", "learning_rate"]
 
 
 @dataclass
@@ -159,7 +159,8 @@ def _train(base, kind, exs, params, out_dir: Path, work: Path, seed, judge, use_
     if params.grpo.steps > 0:
         g = params.grpo
         t = time.perf_counter()
-        trainer = grpo_stage(model, tok, exs, rm_reward_funcs(kind, judge), [1.0, g.process_weight, g.format_weight],
+        weights = [1.0, g.process_weight, g.format_weight, g.consistency_weight]
+        trainer = grpo_stage(model, tok, exs, rm_reward_funcs(kind, judge), weights,
                              params, work, seed, use_cpu, peft_config)
         result.seconds["grpo"] = time.perf_counter() - t
         result.steps["grpo"] = trainer.state.global_step
@@ -180,7 +181,7 @@ def log_rows(stage: str, history: list[dict]) -> list[dict]:
             continue
         rows.append({"stage": stage, "step": h.get("step"), "loss": h.get("loss"), "reward": h.get("reward"),
                      "correct": h.get("rewards/correct/mean"), "process": h.get("rewards/process/mean"),
-                     "format": h.get("rewards/format/mean"),
+                     "format": h.get("rewards/format/mean"), "consistency": h.get("rewards/consistency/mean"),
                      "completion_length": h.get("completions/mean_length"),
                      "step_time": h.get("step_time"), "learning_rate": h.get("learning_rate")})
     return rows

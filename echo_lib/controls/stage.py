@@ -1,0 +1,94 @@
+"""The controls stage for a run config: both positive controls, one record, one figure.
+
+    results/<run>/controls/controls.json   {"genrm": {"accuracy", "n_test", ...}, "genrm_shuffled": {...},
+                                            "grpo": {"reward_first_quarter", "reward_last_quarter", ...}}
+    results/<run>/controls/controls.png    the GRPO control's reward per step; the GenRM control's accuracy
+                                           beside its label-shuffle twin and the majority baseline
+    results/<run>/controls/{genrm,genrm_shuffled,grpo}/   the adapters and training logs
+
+The thresholds the tests assert are here too (THRESHOLDS), so the notebook and the tests read the same.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+THRESHOLDS = {"genrm_accuracy": 0.95, "grpo_rise": 0.30, "shuffled_within": 0.10}
+
+
+@dataclass(frozen=True)
+class ControlPaths:
+    dir: Path
+
+    record = property(lambda self: self.dir / "controls.json")
+    figure = property(lambda self: self.dir / "controls.png")
+
+
+def control_paths(cfg) -> ControlPaths:
+    return ControlPaths(cfg.run_dir / "controls")
+
+
+def run_genrm(cfg) -> dict:
+    from echo_lib.controls.genrm import genrm_control
+    return genrm_control(cfg, cfg.controls.genrm, control_paths(cfg).dir)
+
+
+def run_grpo(cfg) -> dict:
+    from echo_lib.controls.grpo import grpo_control
+    from echo_lib.model_setup import weights_path
+    spec = cfg.models[cfg.roles.policy]
+    if spec.backend != "hf":
+        raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; the GRPO control trains "
+                         "it with TRL, so roles.policy must name an hf-backend model")
+    return grpo_control(weights_path(cfg, spec), cfg.controls.grpo, control_paths(cfg).dir / "grpo", seed=cfg.seed)
+
+
+def passed(record: dict) -> dict[str, bool]:
+    """Each control's pass/fail against THRESHOLDS."""
+    g, sh, p = record["genrm"], record["genrm_shuffled"], record["grpo"]
+    return {"genrm": g["accuracy"] >= THRESHOLDS["genrm_accuracy"],
+            "genrm_shuffled_at_chance": abs(sh["accuracy"] - 0.5) <= THRESHOLDS["shuffled_within"],
+            "grpo": p["reward_last_quarter"] - p["reward_first_quarter"] >= THRESHOLDS["grpo_rise"]}
+
+
+def write_controls(cfg, genrm: dict, grpo: dict) -> dict:
+    from echo_lib.provenance import provenance, write_json
+    record = {"scale": cfg.scale, "genrm": genrm["genrm"], "genrm_shuffled": genrm["genrm_shuffled"],
+              "genrm_task": {k: genrm[k] for k in ("task", "decision", "n_train", "n_test")},
+              "grpo": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in grpo.items()},
+              "thresholds": THRESHOLDS, "params": asdict(cfg.controls),
+              "provenance": provenance(cfg, stage="02_controls")}
+    record["passed"] = passed(record)
+    write_json(control_paths(cfg).record, record)
+    return record
+
+
+def verdict_lines(record: dict) -> str:
+    g, sh, p, ok = record["genrm"], record["genrm_shuffled"], record["grpo"], record["passed"]
+    word = {True: "passes", False: "FAILS"}
+    return "\n".join([
+        f"GenRM control: held-out accuracy {g['accuracy']:.3f} {g['accuracy_ci']} (n={g['n_test']}), "
+        f"target >= {THRESHOLDS['genrm_accuracy']}: {word[ok['genrm']]}",
+        f"its label-shuffle twin: {sh['accuracy']:.3f}, must stay within {THRESHOLDS['shuffled_within']} of 0.5: "
+        f"{word[ok['genrm_shuffled_at_chance']]}",
+        f"GRPO control: mean reward {p['reward_first_quarter']:.3f} (first quarter) -> {p['reward_last_quarter']:.3f} "
+        f"(last quarter), target rise >= {THRESHOLDS['grpo_rise']}: {word[ok['grpo']]}"])
+
+
+def controls_figure(record: dict):
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    rewards = record["grpo"]["rewards"]
+    left.plot(range(1, len(rewards) + 1), rewards, marker="o")
+    left.set(xlabel="GRPO step", ylabel="mean reward (ends with a question)", ylim=(-0.05, 1.05),
+             title="GRPO control")
+    names = ["trained", "label-shuffled twin", "majority baseline"]
+    g, sh = record["genrm"], record["genrm_shuffled"]
+    values = [g["accuracy"], sh["accuracy"], g["majority_baseline"]]
+    errs = [[v - ci[0] for v, ci in zip(values[:2], (g["accuracy_ci"], sh["accuracy_ci"]))] + [0],
+            [ci[1] - v for v, ci in zip(values[:2], (g["accuracy_ci"], sh["accuracy_ci"]))] + [0]]
+    right.bar(names, values, yerr=errs, color=["C0", "C7", "C3"], capsize=4)
+    right.axhline(THRESHOLDS["genrm_accuracy"], ls="--", c="k", lw=1)
+    right.set(ylabel="held-out accuracy", ylim=(0, 1.05), title="GenRM control (marker task)")
+    fig.tight_layout()
+    return fig
