@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from echo_lib.controls import CONTROL_PROMPTS, EndsWithQuestion, GRPOControlParams, grpo_control, quarter_means
-from echo_lib.controls.grpo import control_prompts, policy_params
+from echo_lib.controls.grpo import (CONTROL_PROMPTS, EndsWithQuestion, control_prompts, grpo_control, policy_params,
+                                   quarter_means)
+from echo_lib.controls.params import GRPOControlParams
 from echo_lib.policy.rewards import RolloutLog
 
 ROOT = Path(__file__).resolve().parents[1]

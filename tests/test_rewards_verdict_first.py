@@ -152,3 +152,14 @@ def test_verdict_first_refuses_grpo_steps(tmp_path):
     params = dataclasses.replace(RewardModelParams(decision="verdict_first"), grpo=GRPOParams(steps=2))
     with pytest.raises(ValueError, match="grpo.steps"):
         train_reward_model(tmp_path / "base", "empathy", [], params, tmp_path / "out")
+
+
+def test_scalar_training_also_scores_each_reference_once():
+    from echo_lib.rewards.data import with_references
+    items = [empathy_item(i, lab, s) for i, (lab, s) in enumerate([("better", 4), ("worse", 1), ("better", 4)])]
+    out = with_references(items)   # empathy_item: scenarios s0, s1, s2, one shared reference text
+    refs = [it for it in out if it.get("origin") == "reference"]
+    assert out[:3] == items and len(refs) == 3
+    assert all(r["candidate"] == r["reference"] and r["candidate_score"] == 3 for r in refs)
+    assert to_example(refs[0], "scalar", decision="verdict_first").target == "<score>6</score>"
+    assert len(with_references(items + [dict(items[0], id="dup")])) == len(out) + 1   # same scenario + reference: once

@@ -111,6 +111,20 @@ def shuffled_labels(items: list[dict], kind: str, seed: int) -> list[dict]:
     return [{**it, **dict(zip(keys, g))} for it, g in zip(items, golds)]
 
 
+def with_references(items: list[dict]) -> list[dict]:
+    """Scalar training items plus each distinct reference reply as a candidate of its own, scored 3 (the
+    anchor's rubric score): a scale from 1 to 10 needs its middle too, and the held-out pairs ask the
+    scalar model to order candidates against exactly such references."""
+    seen, refs = set(), []
+    for it in items:
+        key = (it["scenario_id"], it["reference"])
+        if key not in seen:
+            seen.add(key)
+            refs.append({**it, "id": f"{it['id']}-reference", "candidate": it["reference"], "candidate_score": 3,
+                         "label": "tie", "origin": "reference"})
+    return items + refs
+
+
 def context_free_items(items: list[dict]) -> list[dict]:
     """The humanlike items the context-free variant can judge: without the kinds only the context reveals."""
     return [it for it in items if it["kind"] not in CONTEXT_ONLY_KINDS]

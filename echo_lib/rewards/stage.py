@@ -21,7 +21,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.rewards.data import context_free_items, data_file, examples, load_items, shuffled_labels
+from echo_lib.rewards.data import (context_free_items, data_file, examples, load_items, shuffled_labels,
+                                   with_references)
 from echo_lib.rewards.evaluate import evaluate, metrics_table
 from echo_lib.rewards.params import KINDS
 from echo_lib.rewards.train import TrainResult, train_reward_model
@@ -86,11 +87,15 @@ def rm_llm(cfg, adapter: str | Path | None = None):
     return load_llm(dataclasses.replace(cfg, models={**cfg.models, name: trained}), name)
 
 
-def items(cfg, kind: str, split: str, limit: int = 0) -> list[dict]:
-    """The split's items; with a limit, a seeded sample of that many (order kept)."""
+def items(cfg, kind: str, split: str, limit: int = 0, references: bool = True) -> list[dict]:
+    """The split's items; with a limit, a seeded sample of that many (order kept). Scalar training also
+    scores the reference replies themselves (data.with_references), unless `references` is False (the
+    evaluations, which judge candidate-reference pairs)."""
     all_items = load_items(data_file(cfg.run_dir, kind, split), kind)
     if cfg.reward_models.context_free(kind):
         all_items = context_free_items(all_items)
+    if kind == "scalar" and split == "train" and references:
+        all_items = with_references(all_items)
     if limit and limit < len(all_items):
         keep = sorted(random.Random(cfg.seed).sample(range(len(all_items)), limit))
         all_items = [all_items[i] for i in keep]
@@ -133,7 +138,8 @@ def evaluate_models(cfg, kind: str, adapter: str | Path, shuffled_adapter: str |
     if shuffled_adapter is not None:
         out["shuffled"] = evaluate(rm_llm(cfg, shuffled_adapter), test, *args)
     if p.max_train_items:
-        out["trained_on_train"] = evaluate(trained, items(cfg, kind, "train", p.max_train_items), *args)
+        out["trained_on_train"] = evaluate(trained, items(cfg, kind, "train", p.max_train_items, references=False),
+                                           *args)
     return out
 
 
@@ -141,7 +147,8 @@ def probe(cfg, kind: str) -> dict:
     """The learnability reference: a linear probe on sentence embeddings, same train / test items."""
     from echo_lib.rewards.probe import linear_probe, load_embedder
     p = cfg.reward_models
-    return linear_probe(items(cfg, kind, "train", p.max_train_items), items(cfg, kind, "test", p.eval.max_items),
+    return linear_probe(items(cfg, kind, "train", p.max_train_items, references=False),
+                        items(cfg, kind, "test", p.eval.max_items),
                         kind, load_embedder(), seed=cfg.seed, context_free=p.context_free(kind))
 
 
