@@ -163,3 +163,24 @@ def test_scalar_training_also_scores_each_reference_once():
     assert all(r["candidate"] == r["reference"] and r["candidate_score"] == 3 for r in refs)
     assert to_example(refs[0], "scalar", decision="verdict_first").target == "<score>6</score>"
     assert len(with_references(items + [dict(items[0], id="dup")])) == len(out) + 1   # same scenario + reference: once
+
+
+def test_lora_can_adapt_only_the_top_layers():
+    from echo_lib.rewards.params import LoraParams
+    from echo_lib.rewards.train import lora_config
+    assert lora_config(RewardModelParams(lora=LoraParams(top_layers=2)), 30).layers_to_transform == [28, 29]
+    assert lora_config(RewardModelParams(), 30).layers_to_transform is None
+    with pytest.raises(ValueError, match="layers"):
+        lora_config(RewardModelParams(lora=LoraParams(top_layers=2)))
+
+
+@pytest.mark.parametrize("n_human,n_machine", [(300, 300), (100, 50), (7, 5)])
+def test_shuffled_labels_are_independent_of_the_true_ones(n_human, n_machine):
+    items = [humanlike_item(i, "human" if i < n_human else "model_reply") for i in range(n_human + n_machine)]
+    for seed in range(5):
+        twin = shuffled_labels(items, "humanlike", seed)
+        assert sorted(t["label"] for t in twin) == sorted(it["label"] for it in items)
+        agree = sum(t["label"] == it["label"] for t, it in zip(twin, items)) / len(items)
+        n = len(items)
+        expected = (n_human / n) ** 2 + (n_machine / n) ** 2   # agreement of independent labels
+        assert abs(agree - expected) <= 2 / n + 1e-9, (seed, agree, expected)

@@ -97,14 +97,22 @@ def grpo_control(base_dir: str | Path, params: GRPOControlParams = GRPOControlPa
     """Run the control: GRPO of the policy at `base_dir` on ends_with_question; writes out_dir/adapter/ and
     out_dir/train_log.csv (train_policy's outputs). Returns the per-step rewards, the mean rewards of the
     first and the last quarter of the steps, their difference (rise), steps, seconds and peak RSS."""
+    import torch
+
     from echo_lib.policy.train import grpo_rows, train_policy
     t0 = time.perf_counter()
     pp = policy_params(params)
     prompts = control_prompts(params.prompts)
-    chats = [policy_chat(p.context, params.system_prompt, "transcript") for p in prompts]
+    chats = [policy_chat(p.context, params.system_prompt, params.history_format) for p in prompts]
     rollouts = RolloutLog()
-    result = train_policy(base_dir, grpo_rows(prompts, chats), [EndsWithQuestion(rollouts)], rollouts, pp, out_dir,
-                          seed=seed, use_cpu=True)
+    threads = torch.get_num_threads()
+    if params.torch_threads:   # on a shared CPU, 2 threads competing with another job ran 2-3x slower than 1
+        torch.set_num_threads(params.torch_threads)
+    try:
+        result = train_policy(base_dir, grpo_rows(prompts, chats), [EndsWithQuestion(rollouts)], rollouts, pp,
+                              out_dir, seed=seed, use_cpu=True)
+    finally:
+        torch.set_num_threads(threads)
     rewards = [float(r["reward"]) for r in result.rows if r.get("reward") is not None]
     first, last = quarter_means(rewards)
     return {"reward_first_quarter": first, "reward_last_quarter": last, "rise": last - first,

@@ -23,18 +23,26 @@ class GenRMControlParams:
 
 @dataclass(frozen=True)
 class GRPOControlParams:
-    steps: int = 12                  # optimizer steps (one logged row each)
+    """Measured (seed 0, converted SmolLM2-135M-Instruct, 2-core CPU): reward per step 0.00 0.06 0.06 0.00 0.06
+    0.31 0.88 0.88 0.88 1.00, first quarter 0.03 -> last quarter 0.94, 198 s, peak RSS 3.8 GB. Stage 03's own
+    companion prompt (about 230 tokens) made a step 30-80 s there and the base almost never ended a reply with
+    "?" (about 6 %), so the control uses a short system prompt and the native chat format."""
+    steps: int = 10                  # optimizer steps (one logged row each)
     prompts: int = 12                # how many of the module's control prompts to train on (at most 12)
     num_generations: int = 8         # the group per prompt
     prompts_per_step: int = 2        # per-step batch = prompts_per_step * num_generations completions
-    max_completion_length: int = 32  # tokens; a reply cut off by the limit does not end with "?" and earns 0
-    learning_rate: float = 1e-3      # LoRA on a 135M model; stage 03's default is 2e-4
-    temperature: float = 1.0
+    max_completion_length: int = 24  # tokens; a reply cut off by the limit does not end with "?" and earns 0
+    learning_rate: float = 3e-3      # LoRA on a 135M model; stage 03's default is 2e-4 (1e-3: the rise starts at step 8 of 12)
+    temperature: float = 0.8         # at 1.0 the converted 135M model writes mostly noise
     top_p: float = 1.0
     beta: float = 0.0                # no KL: the control asks whether the reward can move the policy at all
     lora_r: int = 8
     lora_alpha: int = 16
-    system_prompt: str | None = None # null: the sandbox's companion prompt, as stage 03 uses
+    system_prompt: str | None = "You are a caring friend. Reply in one short sentence. You may ask a question."
+                                     # null: the sandbox's companion prompt, as stage 03 uses (slow, see above)
+    history_format: str = "chat"     # how policy_chat shows the message: chat (native) or transcript (sandbox_run.test_history)
+    torch_threads: int = 1           # CPU threads while the control runs (0 = leave torch's setting); on the shared
+                                     # 2-core CPU, 2 threads beside another job ran 2-3x slower than 1
 
 
 @dataclass(frozen=True)

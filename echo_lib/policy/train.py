@@ -147,7 +147,7 @@ def make_trainer(model, tok, rows: list[dict], reward_funcs: list, params: Polic
                          "lower it, raise policy.max_prompts, or turn off policy.hard_filter")
     return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_config(params, work_dir, seed, use_cpu),
                        train_dataset=Dataset.from_list(rows), processing_class=tok,
-                       peft_config=lora_config(params), callbacks=list(callbacks))
+                       peft_config=lora_config(params, model.config.num_hidden_layers), callbacks=list(callbacks))
 
 
 def train_policy(base: str | Path, rows: list[dict], reward_funcs: list, rollouts: RolloutLog,

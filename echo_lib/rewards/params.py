@@ -22,6 +22,7 @@ class LoraParams:
     alpha: int = 16
     dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    top_layers: int = 0            # adapt only the last N decoder layers (0 = all): the backward pass stops there
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class EvalParams:
     max_items: int = 0             # held-out items scored per model (0 = all)
     max_new_tokens: int = 192
     position_swap: bool = True     # also judge with candidate and reference swapped (position bias)
-    max_train_items: int = 200     # training items the trained model is also scored on (train_accuracy)
+    max_train_items: int = 100     # training items the trained model is also scored on (train_accuracy)
 
 
 @dataclass(frozen=True)

@@ -132,14 +132,14 @@ def evaluate_models(cfg, kind: str, adapter: str | Path, shuffled_adapter: str |
     label-shuffle twin; "trained_on_train": the trained model on a sample of its own training items."""
     p, rm = cfg.reward_models.eval, cfg.reward_models
     test = items(cfg, kind, "test", p.max_items)
-    args = (kind, p.max_new_tokens, p.position_swap, rm.context_free(kind), rm.decision)
+    def run(llm, its, swap=False):   # position bias is measured on the trained model (swap doubles the calls)
+        return evaluate(llm, its, kind, p.max_new_tokens, swap, rm.context_free(kind), rm.decision)
     trained = rm_llm(cfg, adapter)
-    out = {"base": evaluate(rm_llm(cfg), test, *args), "trained": evaluate(trained, test, *args)}
+    out = {"base": run(rm_llm(cfg), test), "trained": run(trained, test, p.position_swap)}
     if shuffled_adapter is not None:
-        out["shuffled"] = evaluate(rm_llm(cfg, shuffled_adapter), test, *args)
+        out["shuffled"] = run(rm_llm(cfg, shuffled_adapter), test)
     if p.max_train_items:
-        out["trained_on_train"] = evaluate(trained, items(cfg, kind, "train", p.max_train_items, references=False),
-                                           *args)
+        out["trained_on_train"] = run(trained, items(cfg, kind, "train", p.max_train_items, references=False))
     return out
 
 

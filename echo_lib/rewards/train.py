@@ -46,11 +46,18 @@ def cpu_flags(use_cpu: bool) -> dict[str, Any]:
                 dataloader_num_workers=0, logging_steps=1, disable_tqdm=True)
 
 
-def lora_config(params: RewardModelParams):
+def lora_config(params: RewardModelParams, num_layers: int | None = None):
+    """The LoRA adapter of `params.lora`; with `top_layers`, only the last layers of a `num_layers`-layer
+    model are adapted, so the backward pass (two thirds of a training step's compute) stops there."""
     from peft import LoraConfig
     p = params.lora
+    layers = None
+    if p.top_layers:
+        if num_layers is None:
+            raise ValueError("lora.top_layers needs the model's number of layers")
+        layers = list(range(max(0, num_layers - p.top_layers), num_layers))
     return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout, target_modules=list(p.target_modules),
-                      task_type="CAUSAL_LM")
+                      layers_to_transform=layers, task_type="CAUSAL_LM")
 
 
 def load_base(base: str | Path, dtype: str = "float32"):
@@ -148,7 +155,7 @@ def _train(base, kind, exs, params, out_dir: Path, work: Path, seed, judge, use_
     result = TrainResult(adapter_dir=str(out_dir / "adapter"))
     t0 = time.perf_counter()
     model, tok = load_base(base, dtype)
-    peft_config = lora_config(params)
+    peft_config = lora_config(params, model.config.num_hidden_layers)
     if params.sft.steps > 0:
         t = time.perf_counter()
         trainer = sft_stage(model, tok, exs, params, work, seed, use_cpu, peft_config)
