@@ -56,8 +56,9 @@ def genrm_control(cfg, params: GenRMControlParams, out_dir: str | Path) -> dict:
     from echo_lib.rewards.train import train_reward_model
 
     rm = cfg.reward_models
-    rm_params = dataclasses.replace(rm, sft=SFTParams(steps=params.sft_steps, learning_rate=params.learning_rate,
-                                                      batch_size=params.batch_size, max_length=256),
+    rm_params = dataclasses.replace(rm, lora=dataclasses.replace(rm.lora, top_layers=params.lora_top_layers),
+                                    sft=SFTParams(steps=params.sft_steps, learning_rate=params.learning_rate,
+                                                  batch_size=params.batch_size, max_length=256),
                                     grpo=dataclasses.replace(rm.grpo, steps=0) if rm.decision == "verdict_first"
                                     else rm.grpo)
     train, test = control_items(params.n_train, cfg.seed, "train"), control_items(params.n_test, cfg.seed, "test")
