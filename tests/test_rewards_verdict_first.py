@@ -184,3 +184,15 @@ def test_shuffled_labels_are_independent_of_the_true_ones(n_human, n_machine):
         n = len(items)
         expected = (n_human / n) ** 2 + (n_machine / n) ** 2   # agreement of independent labels
         assert abs(agree - expected) <= 2 / n + 1e-9, (seed, agree, expected)
+
+
+def test_shuffled_labels_are_balanced_within_each_candidate_origin():
+    """A kind of poor reply that drew mostly "better" would teach the twin that kind's verdict."""
+    origins = ["good"] * 60 + [o for o in ("dismissive", "platitude", "off_topic") for _ in range(20)]
+    items = [dict(empathy_item(i, "better" if o == "good" else "worse", 4 if o == "good" else 1), origin=o)
+             for i, o in enumerate(origins)]
+    for seed in range(5):
+        twin = shuffled_labels(items, "empathy", seed)
+        for origin in set(origins):
+            labels = [t["label"] for t, it in zip(twin, items) if it["origin"] == origin]
+            assert abs(labels.count("better") / len(labels) - 0.5) <= 0.05, (seed, origin, labels)

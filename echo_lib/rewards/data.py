@@ -105,10 +105,12 @@ def shuffled_labels(items: list[dict], kind: str, seed: int) -> list[dict]:
     across items, seeded. A model trained on them can learn no rule from the text to its verdict, so its
     held-out accuracy must stay at chance: the check that the evaluation cannot be passed by a leak.
 
-    The permutation is stratified: each true label's items receive the golds of every label in the
-    proportions of the whole split, so the shuffled labels are independent of the true ones. (A plain
-    permutation of 600 items agrees with the truth on 46 % or 54 % of them as often as not, and on an
-    easy task the twin learns that residue: it then scores far from chance for no fault of the code.)"""
+    The permutation is stratified: the items of each true label and kind (humanlike item kind, empathy
+    candidate origin) receive the golds of every label in the proportions of the whole split, so the
+    shuffled labels are independent of the true ones and of the kind. (A plain permutation of 600 items
+    agrees with the truth on 46 % or 54 % of them as often as not, and a kind that happens to draw 60 %
+    "better" teaches the twin that kind's verdict: on an easy task the twin learns that residue and
+    scores far from chance, 0.32 on both humanlike and empathy, for no fault of the code.)"""
     import random
     rng = random.Random(seed)
     keys = ["label", "kind"] if data_kind(kind) == "humanlike" else ["label", "candidate_score"]
@@ -117,12 +119,12 @@ def shuffled_labels(items: list[dict], kind: str, seed: int) -> list[dict]:
     for g in golds:
         by_label.setdefault(g[0], []).append(g)
     pools = {label: rng.sample(gs, len(gs)) for label, gs in sorted(by_label.items())}
-    groups: dict[str, list[int]] = {}
-    for i, g in enumerate(golds):
-        groups.setdefault(g[0], []).append(i)
+    groups: dict[tuple, list[int]] = {}
+    for i, (g, it) in enumerate(zip(golds, items)):
+        groups.setdefault((g[0], str(it.get("kind") or it.get("origin") or "")), []).append(i)
     n, out = len(items), [None] * len(items)
     total = {label: len(gs) for label, gs in pools.items()}
-    for true_label, idx in sorted(groups.items()):
+    for _stratum, idx in sorted(groups.items()):
         idx = rng.sample(idx, len(idx))
         # this group's share of each label's golds (rounded down), topped up from the labels with most left
         share = {label: min(len(pools[label]), total[label] * len(idx) // n) for label in pools}
