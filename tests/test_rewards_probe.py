@@ -84,6 +84,7 @@ def test_probe_learns_a_visible_label():
     lo, hi = m["accuracy_ci"]
     assert lo <= m["accuracy"] <= hi
     assert "note" not in m
+    assert set(m["accuracy_by_kind"]) == {"human", "model_reply"} and min(m["accuracy_by_kind"].values()) >= 0.95
     assert linear_probe(train, test, "humanlike", fake_embed, context_free=True)["accuracy"] >= 0.95
 
     labels = ["better", "tie", "worse"]

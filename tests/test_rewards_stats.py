@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from echo_lib.rewards.stats import auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
+from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
 
 
 def test_balanced_accuracy_by_hand():
@@ -70,3 +70,9 @@ def test_paired_bootstrap_ci():
     assert paired_bootstrap_ci(a, b, seed=4) == bootstrap_ci(a - b, seed=4)
     with pytest.raises(ValueError):
         paired_bootstrap_ci([1.0], [1.0, 0.0])
+
+
+def test_accuracy_by_kind_by_hand():
+    kinds = ["human", "model_reply", "human", None, "model_reply", "model_reply"]
+    assert accuracy_by_kind(kinds, [True, False, True, True, True, 1.0]) == {"human": 1.0, "model_reply": 2 / 3}
+    assert accuracy_by_kind([None, None], [True, False]) == {}

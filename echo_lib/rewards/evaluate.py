@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.rewards.stats import auroc, balanced_accuracy, bootstrap_ci
+from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci
 from echo_lib.rewards.verdict import (EMPATHY_VERDICTS, answer_probs, expected_value, flip, option_answer, parse,
                                       score_target, score_to_verdict, verdict_options, verdict_value)
 
@@ -171,12 +171,9 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
         if scored:  # the scalar length bias: does a longer candidate get a higher score?
             m["length_bias"] = pearson([r["score_candidate"] for r in scored], [r["length_diff"] for r in scored])
     kind_key = "item_kind" if kind == "humanlike" else "origin"   # empathy/scalar: the candidate's kind
-    by_kind: dict[str, list[bool]] = {}
-    for r, ok in zip(rows, correct):
-        if r.get(kind_key) is not None:
-            by_kind.setdefault(r[kind_key], []).append(ok)
+    by_kind = accuracy_by_kind([r.get(kind_key) for r in rows], correct)
     if by_kind:
-        m["accuracy_by_kind"] = {k: sum(v) / len(v) for k, v in sorted(by_kind.items())}
+        m["accuracy_by_kind"] = by_kind
     return m
 
 

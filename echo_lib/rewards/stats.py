@@ -31,6 +31,15 @@ def balanced_accuracy(labels: Sequence[str], predictions: Sequence[str | None]) 
     return float(sum(sum(v) / len(v) for v in hits.values()) / len(hits))
 
 
+def accuracy_by_kind(kinds: Sequence[str | None], correct: Sequence[bool | float]) -> dict[str, float]:
+    """Accuracy per kind of item (humanlike negative kind, empathy candidate origin); None kinds are left out."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for k, ok in zip(kinds, correct):
+        if k is not None:
+            groups[k].append(float(ok))
+    return {k: sum(v) / len(v) for k, v in sorted(groups.items())}
+
+
 def auroc(positives: Sequence[bool], scores: Sequence[float]) -> float | None:
     """P(score of a random positive > score of a random negative), ties 0.5; None with only one class."""
     if len(positives) != len(scores):
