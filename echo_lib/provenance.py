@@ -66,7 +66,23 @@ def _write_atomic(path: Path, text: str) -> Path:
     # UTF-8 whatever the locale: EMPA's cases are Chinese, and ensure_ascii=False keeps them readable.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, umask_mode())   # mkstemp makes 0600; results are meant to be shared (cluster file systems)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
+
+
+def umask_mode(mode: int = 0o666) -> int:
+    """`mode` as the process's umask lets a new file have it (what open() would give)."""
+    try:   # Linux says it without changing it (os.umask must set a value to read one)
+        status = Path("/proc/self/status").read_text()
+        current = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    except (OSError, StopIteration, ValueError, IndexError):
+        current = os.umask(0)
+        os.umask(current)
+    return mode & ~current

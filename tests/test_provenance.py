@@ -1,7 +1,11 @@
 """Artifact writers: atomic, UTF-8 whatever the locale (EMPA's cases are Chinese)."""
 import json
+import os
+import stat
 import subprocess
 import sys
+
+import pytest
 
 from echo_lib.provenance import write_json, write_jsonl
 
@@ -20,3 +24,14 @@ def test_utf8_under_the_c_locale(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True,
                    env={"LC_ALL": "C", "PYTHONUTF8": "0", "PATH": "/usr/bin:/bin"})
     assert json.loads((tmp_path / "c.json").read_bytes().decode("utf-8")) == {"t": "高"}
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_artifacts_follow_the_umask(tmp_path, umask, mode):
+    """Results are shared on cluster file systems: not 0600 whatever the umask (mkstemp's default)."""
+    old = os.umask(umask)
+    try:
+        path = write_json(tmp_path / f"r{umask}.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
