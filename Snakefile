@@ -78,6 +78,8 @@ rule models:
         models={name: spec for name, spec in config["models"].items() if name not in VARIANTS},
         embedded=config["embedded"],
         smoke_chat=config["smoke_chat"],
+    benchmark:
+        f"{LOGS}/00_models.benchmark.tsv",
     log:
         f"{LOGS}/00_models.log",
     threads: res("models")["threads"]
@@ -108,6 +110,8 @@ rule data:
         data=config["data"],
         roles=config["roles"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/01_data_synthesis.benchmark.tsv",
     log:
         f"{LOGS}/01_data_synthesis.log",
     threads: res("data")["threads"]
@@ -133,6 +137,8 @@ rule epm_published:
     params:
         epm=config["epm"],
         published=config["published"],
+    benchmark:
+        f"{LOGS}/05_epm_published.benchmark.tsv",
     log:
         f"{LOGS}/05_epm_published.log",
     threads: res("epm")["threads"]
@@ -164,6 +170,8 @@ rule controls:
         reward_models=config["reward_models"],
         roles=config["roles"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/02_controls.benchmark.tsv",
     log:
         f"{LOGS}/02_controls.log",
     threads: res("controls")["threads"]
@@ -201,6 +209,8 @@ rule reward_model:
         reward_models=config["reward_models"],
         roles=config["roles"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/02_reward_models_{{kind}}.benchmark.tsv",
     log:
         f"{LOGS}/02_reward_models_{{kind}}.log",
     threads: res("reward_models")["threads"]
@@ -237,6 +247,8 @@ rule policy:
         policy=config["policy"],
         roles=config["roles"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/03_policy_rl_{{variant}}.benchmark.tsv",
     log:
         f"{LOGS}/03_policy_rl_{{variant}}.log",
     threads: res("policy")["threads"]
@@ -275,6 +287,8 @@ rule sandbox:
         roles=config["roles"],
         models=config["models"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/04_sandbox_{{model}}.benchmark.tsv",
     log:
         f"{LOGS}/04_sandbox_{{model}}.log",
     threads: res("sandbox")["threads"]
@@ -299,6 +313,8 @@ rule epm:
         nb=f"{NB}/05_epm_analysis.ipynb",
     params:
         epm=config["epm"],
+    benchmark:
+        f"{LOGS}/05_epm_analysis.benchmark.tsv",
     log:
         f"{LOGS}/05_epm_analysis.log",
     threads: res("epm")["threads"]
@@ -333,6 +349,8 @@ rule nee:
         nee=config["nee"],
         roles=config["roles"],
         seed=config["seed"],
+    benchmark:
+        f"{LOGS}/06_nee_panel.benchmark.tsv",
     log:
         f"{LOGS}/06_nee_panel.log",
     threads: res("nee")["threads"]
@@ -380,6 +398,8 @@ rule paper:
         nb=f"{NB}/07_paper.ipynb",
     params:
         paper=config["paper"],
+    benchmark:
+        f"{LOGS}/07_paper.benchmark.tsv",
     log:
         f"{LOGS}/07_paper.log",
     threads: res("paper")["threads"]
