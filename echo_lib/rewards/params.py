@@ -22,7 +22,9 @@ class LoraParams:
     alpha: int = 16
     dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    top_layers: int = 0            # adapt only the last N decoder layers (0 = all): the backward pass stops there
+    top_layers: int = 0            # adapt only the last N decoder layers (0 = all): the backward pass stops there.
+                                   # Measured on the tiny empathy RM (60 steps): 10 of 30 layers gave 755 s vs 818 s
+                                   # for all layers and accuracy 0.625 vs 0.83, so the tiny default adapts all layers
 
 
 @dataclass(frozen=True)
