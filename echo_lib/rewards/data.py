@@ -39,6 +39,11 @@ def data_kind(kind: str) -> str:
     return "humanlike" if kind == "humanlike" else "empathy"
 
 
+def item_kind(item: dict, kind: str) -> str | None:
+    """What sort of item this is: the humanlike negative's kind, or the empathy candidate's origin."""
+    return item.get("kind" if data_kind(kind) == "humanlike" else "origin")
+
+
 def data_file(run_dir: str | Path, kind: str, split: str) -> Path:
     return Path(run_dir) / "data" / data_kind(kind) / f"{split}.jsonl"
 
@@ -121,7 +126,7 @@ def shuffled_labels(items: list[dict], kind: str, seed: int) -> list[dict]:
     pools = {label: rng.sample(gs, len(gs)) for label, gs in sorted(by_label.items())}
     groups: dict[tuple, list[int]] = {}
     for i, (g, it) in enumerate(zip(golds, items)):
-        groups.setdefault((g[0], str(it.get("kind") or it.get("origin") or "")), []).append(i)
+        groups.setdefault((g[0], str(item_kind(it, kind) or "")), []).append(i)
     n, out = len(items), [None] * len(items)
     total = {label: len(gs) for label, gs in pools.items()}
     for _stratum, idx in sorted(groups.items()):

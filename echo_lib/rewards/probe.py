@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from echo_lib.rewards.data import item_kind
 from echo_lib.rewards.stats import accuracy_by_kind, balanced_accuracy, bootstrap_ci
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -146,7 +147,7 @@ def linear_probe(train_items: Sequence[dict], test_items: Sequence[dict], kind: 
         majority_baseline=Counter(y_test).most_common(1)[0][1] / len(y_test),
         accuracy_ci=bootstrap_ci(correct, seed=seed),
     )
-    by_kind = accuracy_by_kind([it.get("kind" if kind == "humanlike" else "origin") for it in test_items], correct)
+    by_kind = accuracy_by_kind([item_kind(it, kind) for it in test_items], correct)
     if by_kind:   # the same breakdown as the reward model's (evaluate.accuracy_by_kind)
         out["accuracy_by_kind"] = by_kind
     return out
