@@ -12,7 +12,7 @@ import torch
 from echo_lib.rewards.data import Example, to_example
 from echo_lib.rewards.params import GRPOParams, RewardModelParams, SFTParams
 from echo_lib.rewards.rm_rewards import completion_text, rm_reward_funcs
-from echo_lib.rewards.train import grpo_stage, load_base, lora_config, sft_stage
+from echo_lib.rewards.train import grpo_stage, load_base, lora_config, sft_stage, target_nll
 from test_rewards_data import empathy_item, humanlike_item, write_jsonl
 
 FAST = RewardModelParams(sft=SFTParams(steps=1, batch_size=2, max_length=2048, learning_rate=1e-2),
@@ -41,6 +41,33 @@ def test_sft_step_changes_the_adapter(tiny_lm_dir, tmp_path):
     trainer = sft_stage(model, tok, exs, FAST, tmp_path, seed=0)
     assert trainer.state.global_step == 1
     assert any("lora_B" in n for n in changed(before, adapter_weights(trainer.model)))
+
+
+def test_target_loss_equals_the_full_masked_loss_and_its_gradient(tiny_lm_dir):
+    # the loss SFT trains on projects only the labelled positions: same value and gradient as the
+    # model's own loss over full logits, with right padding and rows whose targets sit at different places
+    model, _ = peft_model(tiny_lm_dir)
+    ids = torch.randint(3, model.config.vocab_size, (3, 12), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = 0
+    labels = torch.full_like(ids, -100)
+    labels[0, 8:] = ids[0, 8:]
+    labels[1, 5:9] = ids[1, 5:9]
+    labels[2, 10:] = ids[2, 10:]
+    inputs = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+    def loss_and_grads(fn):
+        model.zero_grad()
+        loss = fn()
+        loss.backward()
+        return loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    ours, g_ours = loss_and_grads(lambda: target_nll(model, inputs))
+    full, g_full = loss_and_grads(lambda: model(**inputs).loss)
+    assert ours == pytest.approx(full, rel=1e-5)
+    assert g_ours.keys() == g_full.keys() and g_ours
+    for n in g_ours:
+        assert torch.allclose(g_ours[n], g_full[n], atol=1e-6), n
 
 
 def test_grpo_step_changes_the_adapter(tiny_lm_dir, tmp_path):
