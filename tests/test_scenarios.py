@@ -249,3 +249,27 @@ def test_load_cases_empa(empa):
     assert {s.labels.dominant_axis for s in got} == {"C", "A", "P"} and all(s.language == "zh" for s in got)
     one = load_cases(cfg_with(case_set="empa", empa_dir=str(empa.root), case_ids=["script_003"]))
     assert [s.id for s in one] == ["script_003"]
+
+
+# ---- echo-scenarios check -------------------------------------------------------------------------------
+
+def test_check_cli_counts_and_names_each_failure(tmp_path, capsys):
+    from echo_lib.scenarios.check import main
+    assert main(["check", str(FIXTURE)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"4 of 4 cases import from {FIXTURE / 'empa' / 'data'} (1 without case_metadata.json labels: 'unknown')"]
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE / "empa" / "data", fake)
+    md = fake / "cases" / "script_042.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("共情阈值【中】", "共情阈值很高"), encoding="utf-8")
+    (fake / "cases" / "script_777.md").write_text((fake / "cases" / "script_003.md").read_text(encoding="utf-8"),
+                                                  encoding="utf-8")            # a case with no story
+    assert main(["check", str(fake)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("3 of 5 cases import from ")
+    assert out[1].startswith(f"FAIL {md}: field '(tagged sections)' ") and "共情阈值【低|中|高】" in out[1]
+    assert out[2] == (f"FAIL {fake / 'character_stories*.json'}: field '剧本编号=script_777' is missing; "
+                      "fix: use EMPA's character_stories.json that holds this script")
+    assert main(["check", str(fake), "--official"]) == 1 and capsys.readouterr().out.startswith("2 of 3 cases")
+    assert main(["check", str(tmp_path / "nowhere")]) == 2
+    assert "no cases/ folder here nor in empa/data/" in capsys.readouterr().err
