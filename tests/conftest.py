@@ -59,7 +59,13 @@ def empa_with_published_runs(dest: Path) -> Path:
 
 
 def snakemake(*args, results_dir=None):
-    """Run snakemake in the project root (2 cores); returns (exit code, stdout + stderr)."""
+    """Run snakemake in the project root (2 cores); returns (exit code, stdout + stderr).
+    A call on the ci run's results also gets that run's EMPA config (ci_run's empa.yaml), so it sees
+    the same DAG."""
+    args = list(args)
+    extra = Path(results_dir or "") / "empa.yaml"
+    if results_dir and extra.is_file() and "--configfile" in args:
+        args.insert(args.index("--configfile") + 2, str(extra))
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     if results_dir:
         cmd += ["--config", f"results_dir={results_dir}"]
@@ -76,6 +82,6 @@ def ci_run(tmp_path_factory):
     empa = empa_with_published_runs(tmp_path_factory.mktemp("empa") / "EMPA")
     extra = results / "empa.yaml"
     extra.write_text(f"empa: {{source: '{empa}', commit: null, cache_dir: '{results / 'cache'}'}}\n")
-    rc, out = snakemake("--configfile", "config/ci.yaml", str(extra), results_dir=results)
+    rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=results)
     assert rc == 0, out[-5000:]
     return results / "ci", out
