@@ -28,6 +28,10 @@ def md(priority_block: str, threshold: str = "中") -> str:
     # stray characters inside a need's name
     ("动机共-情：[高优先级 + a]\n情感共情：[中优先级 + b]\n认知共 情：[低优先级 + c]", {"P": "High", "A": "Medium", "C": "Low"}),
     ("动机共·情：低优先级\n情-感共情：高优先级\n认知共情：中优先级", {"P": "Low", "A": "High", "C": "Medium"}),
+    # an order only: full-width ranking signs, or a numbered list without level words
+    ("动机共情＞认知共情＞情感共情", {"P": "High", "C": "Medium", "A": "Low"}),
+    ("  1. 动机共情\n  2. 情感共情\n  3. 认知共情", {"P": "High", "A": "Medium", "C": "Low"}),
+    ("2、情感共情（想被理解）\n1、认知共情（先弄清楚）\n3、动机共情（以后再说）", {"C": "High", "A": "Medium", "P": "Low"}),
 ])
 def test_priority_forms(block, expected, tmp_path):
     assert parse_priorities(md(block), tmp_path / "x.md") == expected
@@ -39,6 +43,8 @@ def test_threshold_and_missing_sections(tmp_path):
         parse_threshold("<psychological_profile></psychological_profile>", tmp_path / "x.md")
     with pytest.raises(ValueError, match="no priority level found for 动机共情"):
         parse_priorities(md("情感共情：高优先级\n认知共情：低优先级\n动机共情：随意"), tmp_path / "x.md")
+    with pytest.raises(ValueError, match="no priority level found for 认知共情"):   # two numbers are no order
+        parse_priorities(md("1. 情感共情\n2. 动机共情\n认知共情：随意"), tmp_path / "x.md")
 
 
 def test_case_meta_validates():

@@ -273,3 +273,17 @@ def test_check_cli_counts_and_names_each_failure(tmp_path, capsys):
     assert main(["check", str(fake), "--official"]) == 1 and capsys.readouterr().out.startswith("2 of 3 cases")
     assert main(["check", str(tmp_path / "nowhere")]) == 2
     assert "no cases/ folder here nor in empa/data/" in capsys.readouterr().err
+
+
+def test_empa_numbered_priorities_without_level_words(tmp_path):
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE / "empa" / "data", fake)
+    md = fake / "cases" / "script_003.md"
+    text = md.read_text(encoding="utf-8")
+    block = text[text.index("当下共情需求优先级"):text.index("</psychological_profile>")]
+    md.write_text(text.replace(block, "当下共情需求优先级：\n    1、情感共情 先让失落被看见\n"
+                                      "    2、认知共情 理解这次演出的意义\n    3、动机共情 以后再说\n"), encoding="utf-8")
+    sc = import_empa(fake, ["script_003"])[0]
+    assert sc.priorities.levels() == {"A": "High", "C": "Medium", "P": "Low"}
+    assert (sc.priorities.affective.reason, sc.priorities.cognitive.reason, sc.priorities.motivational.reason) == (
+        "先让失落被看见", "理解这次演出的意义", "以后再说")

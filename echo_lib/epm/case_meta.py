@@ -111,20 +111,39 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
     block = profile[profile.rfind("\n", 0, start) + 1:] if start >= 0 else ""
     if not block:
         raise ValueError(f"{path}: <psychological_profile> has no 当下共情需求优先级 block")
-    ranking = re.search(r"(认知共情|情感共情|动机共情)\s*>\s*(认知共情|情感共情|动机共情)\s*>\s*"
-                        r"(认知共情|情感共情|动机共情)", block)
-    if ranking:                            # "认知共情 > 情感共情 > 动机共情"
-        return {NEED_ZH[name]: level for name, level in zip(ranking.groups(), ("High", "Medium", "Low"))}
+    ranking = _RANKING.search(block)
+    if ranking:                            # "认知共情 > 情感共情 > 动机共情" (or ＞)
+        return _by_rank(ranking.groups())
     out = {}
     for name, axis in NEED_ZH.items():
         # the need's entry, not the block header's first mention (the header says 优先级 too)
         hits = [m.end() for m in re.finditer(name, block)]
         level = next((lv for pos in hits if (lv := _head_level(_head(block, pos)))), None)
-        if level is None:
-            raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
-                             f"'{name}：高优先级' (高/中/低)")
-        out[axis] = level
-    return out
+        if level is not None:
+            out[axis] = level
+    if len(out) == len(NEED_ZH):
+        return out
+    numbered = _numbered_order(block)
+    if numbered:                           # "1. 动机共情 … 2. 情感共情 … 3. 认知共情 …" with no level words
+        return _by_rank(numbered)
+    name, axis = next((n, a) for n, a in NEED_ZH.items() if a not in out)
+    raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
+                     f"'{name}：高优先级' (高/中/低)")
+
+
+_NEED = "(认知共情|情感共情|动机共情)"
+_RANKING = re.compile(rf"{_NEED}\s*[>＞]\s*{_NEED}\s*[>＞]\s*{_NEED}")
+
+
+def _by_rank(names: tuple[str, ...]) -> dict[str, str]:
+    return {NEED_ZH[name]: level for name, level in zip(names, ("High", "Medium", "Low"))}
+
+
+def _numbered_order(block: str) -> tuple[str, ...] | None:
+    """The needs in the order of their list numbers 1, 2, 3, when each of the three has one."""
+    numbers = {int(m.group(1)): m.group(2) for m in re.finditer(rf"(?:^|\s)([123])\s*[.、．]\s*{_NEED}", block)}
+    names = tuple(numbers.get(i) for i in (1, 2, 3))
+    return names if None not in names and len(set(names)) == 3 else None
 
 
 PRIORITY_SOURCES = ("scenario", "empa_stats")

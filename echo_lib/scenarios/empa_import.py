@@ -74,7 +74,7 @@ def _priority_reasons(profile: str) -> dict[str, str]:
         if axis in out:
             continue
         entry = block[end:spots[i + 1][0] if i + 1 < len(spots) else len(block)]
-        entry = re.sub(r"[\s\]】）);；]*(?:\d+\.)?\s*$", "", _LEVEL_HEAD.sub("", entry.strip()))
+        entry = re.sub(r"[\s\]】）);；]*(?:\d+[.、．])?\s*$", "", _LEVEL_HEAD.sub("", entry.strip()))
         out[axis] = entry.strip()
     whole = block.strip(" ：:\n")
     # a ranking like "认知共情 > 情感共情 > 动机共情。…" has no per-need text: give each the whole explanation
