@@ -287,3 +287,10 @@ def test_empa_numbered_priorities_without_level_words(tmp_path):
     assert sc.priorities.levels() == {"A": "High", "C": "Medium", "P": "Low"}
     assert (sc.priorities.affective.reason, sc.priorities.cognitive.reason, sc.priorities.motivational.reason) == (
         "先让失落被看见", "理解这次演出的意义", "以后再说")
+
+
+@pytest.mark.parametrize("text, years", [("26", 26), ("26岁", 26), ("二十六岁", 26), ("十九", 19), ("三十岁", 30),
+                                         ("二十五六岁", 25), ("不详", None)])
+def test_empa_age_forms(text, years):
+    from echo_lib.scenarios.empa_import import parse_age
+    assert parse_age(text) == years

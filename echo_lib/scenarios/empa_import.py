@@ -91,6 +91,21 @@ def data_dir(empa_dir: str | Path) -> Path:
                             "empa/data folder (sandbox.empa_dir)")
 
 
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")}
+
+
+def parse_age(text: str) -> int | None:
+    """Years from '26', '26岁', '二十六岁' or '十九' (the first number written); None when there is none."""
+    digits = re.search(r"\d+", text)
+    if digits:
+        return int(digits.group(0))
+    zh = re.search(r"([一二三四五六七八九])?十([一二三四五六七八九])?", text)
+    if zh:
+        tens, ones = zh.groups()
+        return _ZH_DIGITS[tens or "一"] * 10 + (_ZH_DIGITS[ones] if ones else 0)
+    return None
+
+
 def read_official_ids(empa_dir: str | Path) -> list[str]:
     path = data_dir(empa_dir) / "official_cases.txt"
     try:
@@ -144,7 +159,6 @@ def import_case(empa_dir: str | Path, case_id: str, stories: dict[str, dict] | N
         raise ScenarioError(str(md), "(tagged sections)", str(err).split(": ", 1)[-1],
                             "restore EMPA's tagged section layout") from None
     f = {key: _field(sec[tag], label) for tag, labels in FIELDS.items() for key, label in labels.items()}
-    age = re.search(r"\d+", f["age"])
 
     meta = metadata.get(case_id) or {}     # not a sampled case: its labels are unknown
     story = stories.get(case_id)
@@ -156,7 +170,7 @@ def import_case(empa_dir: str | Path, case_id: str, stories: dict[str, dict] | N
     data = {
         "id": case_id,
         "persona": {k: f[k] for k in ("name", "gender", "social_persona", "inner_core")}
-                   | {"age": int(age.group(0)) if age else None},
+                   | {"age": parse_age(f["age"])},
         "threshold": {"level": threshold,
                       "description": re.sub(r"^.*?共情阈值\s*[【\[][^】\]]*[】\]]\s*[，,：:。]?", "",
                                             sec["empathy_threshold"].strip(), flags=re.S).strip()},
