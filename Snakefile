@@ -15,6 +15,7 @@ import sys
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from echo_lib.config import load_config, validate
+from echo_lib.empa_source import EmpaParams, layout_file, unavailable_reason
 from echo_lib.model_setup import check_pins
 from echo_lib.notebook import run_notebook
 
@@ -32,11 +33,23 @@ LOGS = f"{RUN}/logs"
 
 RM_KINDS = ["humanlike", "empathy", "scalar"]  # scalar: the 1-10, no-anchor variant for the RL ablation
 VARIANTS = config["policy"]["variants"]        # each trained policy is also a model the sandbox can test
-PUBLISHED = config["published"]["empa_results"]
-if PUBLISHED and not os.path.isdir(PUBLISHED):
-    print(f"note: published.empa_results = {PUBLISHED} is not a folder here; the published comparison "
-          "(stage 05 on EMPA's runs) is skipped", file=sys.stderr)
-    PUBLISHED = None
+# EMPA (CC BY-NC 4.0) is fetched by rule empa, never committed. Where it cannot be had (offline, no local
+# clone named) the run says so in one line and does everything else.
+EMPA = EmpaParams(**config["empa"])
+EMPA_LAYOUT = str(layout_file(EMPA))
+PUBLISHED = config["published"]["empa_results"]   # a folder named by hand; null: EMPA's own published runs
+if PUBLISHED:
+    WITH_PUBLISHED = os.path.isdir(PUBLISHED)
+    why_not = f"published.empa_results = {PUBLISHED} is not a folder here"
+else:
+    why_not = unavailable_reason(EMPA)
+    WITH_PUBLISHED = why_not is None
+if not WITH_PUBLISHED:
+    print(f"note: {why_not}; the published comparison (stage 05 on EMPA's runs) is skipped", file=sys.stderr)
+# case_set empa without sandbox.empa_dir: the sandbox reads the fetched copy
+EMPA_CASES = [EMPA_LAYOUT] if config["sandbox"]["case_set"] == "empa" and not config["sandbox"]["empa_dir"] else []
+
+localrules: empa   # a download: on a cluster, run it where the network is (the submitting host)
 
 
 def run_stage(stage, threads, *args, **kwargs):
@@ -62,7 +75,7 @@ rule all:
         f"{RUN}/epm/summary.csv",
         f"{RUN}/nee/summary.csv",
         lambda wildcards: [f for files in PAPER.values() for f in files],   # stage 07 (rule paper, at the end)
-        [f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],
+        [f"{RUN}/epm_published/summary.csv"] if WITH_PUBLISHED else [],
 
 
 rule models:
@@ -125,11 +138,41 @@ rule data:
         run_stage("data", threads, input.py, output.nb, {"config": config}, log=log[0])
 
 
+rule empa:
+    """EMPA's repository at empa.commit: clone empa.source into empa.cache_dir (or take the local folder it
+    names), check the commit, and write layout.json (where its cases and published runs are)."""
+    output:
+        layout=EMPA_LAYOUT,
+    params:
+        empa=config["empa"],
+    log:
+        f"{LOGS}/empa.log",
+    run:
+        from echo_lib.empa_source import fetch
+        layout = fetch(EmpaParams(**params.empa))
+        with open(log[0], "w") as f:
+            print(f"EMPA from {params.empa['source']} at {layout.commit or 'an unchecked commit'}: "
+                  f"cases in {layout.data}, published runs in {layout.results}", file=f)
+
+
+def published_runs(layout_path):
+    """The folder of published runs: published.empa_results, else the fetched EMPA's."""
+    if PUBLISHED:
+        return PUBLISHED
+    from echo_lib.empa_source import read_layout
+    results = read_layout(layout_path).results
+    if results is None:
+        raise ValueError(f"{layout_path}: this EMPA copy has no published runs (results/benchmark_runs/epm-bench/"
+                         "<model>/); set empa.source to EMPA's full repository, or published.empa_results")
+    return str(results)
+
+
 rule epm_published:
     """Stage 05 on published EMPA runs: replay every trajectory, EPM-Q, the leaderboard figures."""
     input:
         py="notebooks/05_epm_analysis.py",
         runs=PUBLISHED or [],
+        empa=[] if PUBLISHED else EMPA_LAYOUT,
     output:
         summary=f"{RUN}/epm_published/summary.csv",
         per_case=f"{RUN}/epm_published/per_case.csv",
@@ -149,7 +192,8 @@ rule epm_published:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        run_stage("epm", threads, input.py, output.nb, {"config": config, "result_dirs": [PUBLISHED],
+        run_stage("epm", threads, input.py, output.nb, {"config": config,
+                                           "result_dirs": [published_runs(input.empa)],
                                            "out_dir": os.path.dirname(output.summary),
                                            "case_meta_source": config["published"]["case_meta_source"]},
                      log=log[0])
@@ -276,6 +320,7 @@ rule sandbox:
         py="notebooks/04_sandbox.py",
         manifest=f"{RUN}/models/manifest.json",
         scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
+        empa=EMPA_CASES,
         adapter=tested_adapter,
     output:
         summary=f"{RUN}/sandbox/{{model}}/summary.json",
@@ -386,7 +431,7 @@ rule paper:
         tex="paper/main.tex",
         bib="paper/references.bib",
         reported="data/reported_claims.yaml",
-        published=[f"{RUN}/epm_published/summary.csv"] if PUBLISHED else [],   # optional: EMPA's runs
+        published=[f"{RUN}/epm_published/summary.csv"] if WITH_PUBLISHED else [],   # optional: EMPA's runs
         **PAPER_INPUTS,
     output:
         tables=[report(p, category="Paper", subcategory="Tables") if p.endswith(".csv") else p

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import jsonschema
 import yaml
 
+from echo_lib.empa_source import EmpaParams
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
@@ -120,6 +121,7 @@ class RunConfig:
     smoke_chat: SmokeChat
     roles: Roles
     sandbox: SandboxCases
+    empa: EmpaParams
     resources: dict[str, Resources]
     llm: LLMSettings
     epm: EPMParams
@@ -284,9 +286,9 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
         if name not in cfg["models"]:
             problems.append(f"key '{key}' has value {name!r}, which is not a model of this config; "
                             f"allowed: {', '.join(sorted(cfg['models']))}")
-    if cfg["sandbox"]["case_set"] == "empa" and not cfg["sandbox"]["empa_dir"]:
-        problems.append("key 'sandbox.empa_dir' is null but 'sandbox.case_set' is empa; set it to the "
-                        "folder holding EMPA's cases/ and character_stories*.json")
+    if cfg["sandbox"]["case_set"] == "empa" and not (cfg["sandbox"]["empa_dir"] or cfg["empa"]["source"]):
+        problems.append("keys 'sandbox.empa_dir' and 'empa.source' are null but 'sandbox.case_set' is empa; set "
+                        "empa.source to EMPA's git URL or a local clone (or sandbox.empa_dir to its data folder)")
     if "default" not in cfg["resources"]:
         problems.append("key 'resources.default' is missing; add `default: {}` to use the schema's defaults")
     return problems

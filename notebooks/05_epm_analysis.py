@@ -32,14 +32,15 @@
 #
 # The constants are those of the published runs (`epm:` block of the run config); with them this
 # notebook reproduces all 480 published EMPA runs and the leaderboard to two decimals
-# (tests/test_epm_*.py check the 90 runs shipped in `../shared/empa`). **EPM-Q is comparable with the
+# (tests/test_epm_*.py check 90 of them from their numbers; with `ECHO_EMPA_DIR` naming an EMPA clone,
+# against its files too). EMPA is fetched by the DAG (rule `empa`, config section `empa:`). **EPM-Q is comparable with the
 # EMPA leaderboard only when the judge is the same model (Gemini 2.5 Pro)**; at the tiny scale the
 # judge is a small local model and the numbers describe this run only.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
 config = {}                            # Snakemake passes the validated run config here
-result_dirs = []                       # folders with one sub-folder per model of result files; empty: the published EMPA runs if present
+result_dirs = []                       # folders with one sub-folder per model of result files; empty: EMPA's published runs (fetched)
 out_dir = ""                           # empty: <run_dir>/epm
 case_meta_source = "scenario"          # EMPA need priorities: scenario reads the case text, empa_stats follows EMPA statistics (the published persona slices)
 
@@ -53,13 +54,14 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from echo_lib.epm.empa_io import find_empa_dir
+from echo_lib.empa_source import configured_layout
 from echo_lib.epm.scoring import known_case_meta, resolve_result_dirs, score_folders, write_tables
 from echo_lib.epm.slices import slice_table, slice_wide
 from echo_lib.report import epm_figures as figs
 
-empa_dir = find_empa_dir(cfg.sandbox.empa_dir)
-dirs = resolve_result_dirs(result_dirs, empa_dir)
+empa = configured_layout(cfg.sandbox.empa_dir, cfg.empa)   # None until the DAG's rule `empa` has fetched it
+empa_dir = empa.root if empa else None
+dirs = resolve_result_dirs(result_dirs, empa.results if empa else None)
 out = Path(out_dir or cfg.run_dir / "epm")
 print("scoring:", ", ".join(map(str, dirs)), "->", out)
 print("EPM parameters:", cfg.epm)
@@ -99,7 +101,7 @@ plt.show()
 # Mean per-case EPM-Q over the cases of a slice. *Mechanism*: the case's dominant deficit axis, Routine
 # (Easy, Medium) vs Hard (Hard, Very Hard). *Persona*: need type (affective or cognitive priority High;
 # motivational High or Medium) × Receptive (threshold Low/Medium) vs Defensive (High). Case metadata comes
-# from the scenario files (the project's own set, and EMPA's cases when its folder is present); runs of
+# from the scenario files (the project's own set, and EMPA's cases once it is fetched); runs of
 # cases without metadata are left out of the slices. For EMPA's cases, `case_meta_source = "empa_stats"`
 # takes the need priorities as EMPA's own statistics list them: they differ from the case text in 7 of the
 # 30 cases, and only with them do the persona slices equal the published ones.

@@ -112,7 +112,8 @@ print("EPM figures:", *sorted(p.name for p in figures.glob("epm_*")))
 
 # %% [markdown]
 # ## EMPA's published runs, replayed by this code
-# Optional: present when `published.empa_results` points at EMPA's runs (stage 05 scored them). It
+# Optional: present when the run could fetch EMPA (`empa:`) or `published.empa_results` names its runs
+# (stage 05 scored them). It
 # checks the EPM engine against the published leaderboard; it measures no model of this run.
 
 # %%

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tiny_lm import build_tiny_lm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-EMPA_DIR = ROOT.parent / "shared" / "empa"
+# Opt-in: a local EMPA clone (or its empa/data folder, or a subset laid out like it) for the extra checks
+# against EMPA's own files. Without it those few tests skip; the fixtures cover the same code.
+EMPA_ENV = "ECHO_EMPA_DIR"
+EMPA_FIXTURE = ROOT / "tests" / "fixtures" / "empa"   # EMPA's layout, the project's own text (its README)
 
 
 @pytest.fixture(scope="session")
@@ -19,15 +23,49 @@ def tiny_lm_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def empa_dir() -> Path:
-    """The EMPA benchmark subset (third-party, CC BY-NC) beside the repository, or skip."""
-    if not EMPA_DIR.is_dir():
-        pytest.skip(f"EMPA data not found at {EMPA_DIR} (tests reading its dialogue files need it)")
-    return EMPA_DIR
+def empa():
+    """EMPA's real files (third-party, CC BY-NC) as a layout, from $ECHO_EMPA_DIR; skip without it."""
+    from echo_lib.empa_source import locate
+
+    folder = os.environ.get(EMPA_ENV)
+    if not folder:
+        pytest.skip(f"opt-in check against EMPA's own files: set {EMPA_ENV} to a local EMPA clone")
+    return locate(folder)
+
+
+@pytest.fixture(scope="session")
+def empa_fixture():
+    """The EMPA-format fixture: four own cases, three published runs reduced to numbers."""
+    from echo_lib.empa_source import locate
+
+    return locate(EMPA_FIXTURE, with_commit=False)
+
+
+def empa_with_published_runs(dest: Path) -> Path:
+    """The fixture plus the 90 published runs of tests/fixtures/epm written back as EMPA files (numbers
+    only): an EMPA folder on which stage 05 reproduces the published leaderboard."""
+    import shutil
+
+    from echo_lib.epm.empa_io import write_result
+    from echo_lib.epm.engine import replay
+    from fixtures.epm.runs import as_case_run, load_runs
+
+    shutil.copytree(EMPA_FIXTURE, dest)
+    for rec in load_runs():
+        rep = replay(as_case_run(rec))
+        rep.run.judge_details = []
+        write_result(rep, dest / "results/benchmark_runs/epm-bench" / rec["model"] / f"{rec['case_id']}_result.json")
+    return dest
 
 
 def snakemake(*args, results_dir=None):
-    """Run snakemake in the project root (2 cores); returns (exit code, stdout + stderr)."""
+    """Run snakemake in the project root (2 cores); returns (exit code, stdout + stderr).
+    A call on the ci run's results also gets that run's EMPA config (ci_run's empa.yaml), so it sees
+    the same DAG."""
+    args = list(args)
+    extra = Path(results_dir or "") / "empa.yaml"
+    if results_dir and extra.is_file() and "--configfile" in args:
+        args.insert(args.index("--configfile") + 2, str(extra))
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     if results_dir:
         cmd += ["--config", f"results_dir={results_dir}"]
@@ -40,6 +78,10 @@ def ci_run(tmp_path_factory):
     """The whole DAG at config/ci.yaml, once per test session; -> (results/<tmp>/ci, snakemake's output).
     Every test file that checks a stage's outputs uses this one run."""
     results = tmp_path_factory.mktemp("results")
+    # EMPA from a local folder (as offline): the fixture with the published runs, fetched into a temp cache
+    empa = empa_with_published_runs(tmp_path_factory.mktemp("empa") / "EMPA")
+    extra = results / "empa.yaml"
+    extra.write_text(f"empa: {{source: '{empa}', commit: null, cache_dir: '{results / 'cache'}'}}\n")
     rc, out = snakemake("--configfile", "config/ci.yaml", results_dir=results)
     assert rc == 0, out[-5000:]
     return results / "ci", out

@@ -72,7 +72,15 @@ def test_missing_or_empty_folder_exits_2(tmp_path, capsys):
     assert main([str(tmp_path / "empty")]) == 2
 
 
-def test_reproduces_the_leaderboard_from_the_published_files(empa_dir, tmp_path):
-    assert main([str(empa_dir / "results"), "--out", str(tmp_path / "epmq.csv")]) == 0
+def test_reads_the_fixture_in_empas_layout(empa_fixture, tmp_path, capsys):
+    assert main([str(empa_fixture.results), "--out", str(tmp_path / "epmq.csv")]) == 0
+    table = pd.read_csv(tmp_path / "epmq.csv").set_index("Model")
+    assert table.index.tolist() == ["claude-4.6-opus", "doubao-1.5-character", "qwen3-32b"]
+    assert table["Success"].tolist() == [1, 0, 0] and table["Failure"].tolist() == [0, 1, 1]
+
+
+def test_reproduces_the_leaderboard_from_the_published_files(empa, tmp_path):
+    """Opt-in (ECHO_EMPA_DIR): EMPA's own result files."""
+    assert main([str(empa.results), "--out", str(tmp_path / "epmq.csv")]) == 0
     error, _ = leaderboard_error(tmp_path / "epmq.csv")
     assert error <= 0.01

@@ -68,15 +68,17 @@ def test_heatmap_and_trajectories(small, tmp_path):
 
 @pytest.mark.slow
 def test_notebook_writes_tables_and_figures(tmp_path):
-    from echo_lib.epm.empa_io import find_empa_dir
+    from echo_lib.config import load_config
     from echo_lib.notebook import run_notebook
+    from conftest import EMPA_FIXTURE
+    cfg = load_config().raw | {"sandbox": {**load_config().raw["sandbox"], "empa_dir": str(EMPA_FIXTURE)}}
     runs = tmp_path / "runs"
     for rec in load_runs():
         if rec["case_id"] in CASES:
             write_result(replay(as_case_run(rec)), runs / rec["model"] / f"{rec['case_id']}_result.json")
     out = tmp_path / "epm"
     nb = run_notebook("notebooks/05_epm_analysis.py", tmp_path / "05.ipynb",
-                      {"result_dirs": [str(runs)], "out_dir": str(out)})
+                      {"config": cfg, "result_dirs": [str(runs)], "out_dir": str(out)})
     assert nbformat.read(nb, as_version=4).cells
     summary = pd.read_csv(out / "summary.csv")
     assert summary["Model"].tolist() == ["claude-4.6-opus", "doubao-1.5-character", "qwen3-32b"]
@@ -85,12 +87,22 @@ def test_notebook_writes_tables_and_figures(tmp_path):
     for name in ("fig_outcomes", "fig_indices", "fig_case_heatmap", "fig_trajectories"):
         assert (out / f"{name}.png").is_file() and (out / f"{name}.pdf").is_file(), name
     radar = [(out / f"fig_radar_{s}.png").is_file() for s in ("mechanism", "persona", "domain")]
-    assert all(radar) if find_empa_dir() else not any(radar)     # these runs are EMPA cases: need its metadata
+    assert all(radar)            # the fixture's metadata covers three of these EMPA cases
+    slices = pd.read_csv(out / "slices.csv")
+    assert set(slices.loc[slices["Slicing"] == "domain", "Slice"]) == {"Leisure", "Values", "Relations"}
 
 
-def test_known_case_meta_has_own_and_empa_cases(empa_dir):
+def test_known_case_meta_has_own_and_fixture_cases(empa_fixture):
+    from echo_lib.epm.scoring import known_case_meta
+    own = known_case_meta(None)
+    both = known_case_meta(empa_fixture.root, priorities="empa_stats")
+    assert set(both) - set(own) == {"script_003", "script_042", "script_128"}
+    assert both["script_128"].priorities == {"C": "Medium", "A": "High", "P": "Medium"}
+
+
+def test_known_case_meta_has_own_and_empa_cases(empa):
     from echo_lib.epm.scoring import known_case_meta
     own = known_case_meta(None)
     assert len(own) >= 30 and all(not k.startswith("script_") for k in own)
-    both = known_case_meta(empa_dir, priorities="empa_stats")
+    both = known_case_meta(empa.root, priorities="empa_stats")
     assert set(own) < set(both) and both["script_042"].priorities == {"C": "High", "A": "High", "P": "High"}

@@ -59,25 +59,40 @@ def test_stored_termination_matches_empa_statistics(fixture_replays):
         assert row["Total_Energy"] == round(rep.E_total, 2)
 
 
-# ---- against the real files (skipped without ../shared/empa) ------------------------------------------
+# ---- stored files: the fixture's three (numbers from EMPA), and opt-in EMPA's own 90 ------------------
 
-def test_every_stored_trajectory_point_is_reproduced_digit_for_digit(empa_dir):
+def assert_points_reproduced(runs) -> int:
     points = 0
+    for run in runs:
+        mine = trajectory_block(replay(run))
+        assert len(mine) == len(run.stored["trajectory"]), run.source
+        for a, b in zip(mine, run.stored["trajectory"]):
+            a.pop("mdep_analysis", None)
+            b = {k: v for k, v in b.items() if k != "mdep_analysis"}
+            assert a == b, f"{run.source} turn {b['turn']}"
+            points += 1
+    return points
+
+
+def test_fixture_trajectory_points_are_reproduced_digit_for_digit(empa_fixture):
+    runs = [run for model in MODELS for run in read_model_dir(empa_fixture.results / model)[0]]
+    assert [(r.model, r.case_id) for r in runs] == [("claude-4.6-opus", "script_003"),
+                                                     ("doubao-1.5-character", "script_042"), ("qwen3-32b", "script_128")]
+    assert assert_points_reproduced(runs) == 13 + 40 + 25      # P0 and one point per turn
+    assert [replay(r).label for r in runs] == ["success", "failure", "failure"]
+
+
+def test_every_stored_trajectory_point_is_reproduced_digit_for_digit(empa):
+    """Opt-in (ECHO_EMPA_DIR): every point of EMPA's published runs of the three models."""
+    runs = []
     for model in MODELS:
-        runs, skipped = read_model_dir(empa_dir / "results" / model)
-        assert len(runs) == 30 and not skipped
-        for run in runs:
-            mine = trajectory_block(replay(run))
-            assert len(mine) == len(run.stored["trajectory"]), run.source
-            for a, b in zip(mine, run.stored["trajectory"]):
-                a.pop("mdep_analysis", None)
-                assert a == b, f"{run.source} turn {b['turn']}"
-                points += 1
-    assert points == 1669
+        got, skipped = read_model_dir(empa.results / model)
+        assert len(got) == 30 and not skipped
+        runs += got
+    assert assert_points_reproduced(runs) == 1669
 
 
-def test_write_then_read_round_trip(empa_dir, tmp_path):
-    src = empa_dir / "results" / "doubao-1.5-character" / "script_042_result.json"   # an oscillation failure
+def round_trip(src, tmp_path):
     run = read_result(src)
     rep = replay(run)
     out = write_result(rep, tmp_path / "doubao" / "script_042_result.json")
@@ -91,6 +106,16 @@ def test_write_then_read_round_trip(empa_dir, tmp_path):
     written = json.loads(out.read_text("utf-8"))
     assert set(written) == set(original) and set(written["epj"]) == set(original["epj"])
     assert written["history"] == original["history"]
+    return back
+
+
+def test_write_then_read_round_trip(empa_fixture, tmp_path):
+    back = round_trip(empa_fixture.results / "doubao-1.5-character" / "script_042_result.json", tmp_path)
+    assert back.total_turns == 39 and back.termination_reason.startswith("EPM v2.0 Failure: Vector Oscillation")
+
+
+def test_write_then_read_round_trip_on_empas_file(empa, tmp_path):
+    round_trip(empa.results / "doubao-1.5-character" / "script_042_result.json", tmp_path)   # an oscillation failure
 
 
 def test_written_success_has_victory_analysis(tmp_path):

@@ -19,9 +19,12 @@ from echo_lib.llm import LLMSettings, make_llm
 from echo_lib.sandbox import run_sandbox
 
 
-def test_imported_empa_case_runs_and_loads_with_epmq(tmp_path, empa_dir, capsys):
+@pytest.mark.parametrize("source", ["fixture", "empa"])
+def test_imported_empa_case_runs_and_loads_with_epmq(tmp_path, source, request, capsys):
+    """On the fixture's own-text case, and (opt-in, ECHO_EMPA_DIR) on EMPA's script_003."""
+    folder = request.getfixturevalue("empa_fixture" if source == "fixture" else "empa").root
     cfg = config(tmp_path, max_turns=3, min_turns=2)
-    cfg["sandbox"] = {"case_set": "empa", "empa_dir": str(empa_dir), "case_ids": ["script_003"]}
+    cfg["sandbox"] = {"case_set": "empa", "empa_dir": str(folder), "case_ids": ["script_003"]}
     llms = {r: make_llm(FakeBackend(r), LLMSettings(cache=False, provenance=False, progress=False),
                         tmp_path / "cache", None) for r in ROLES}
     rep = run_sandbox(load_config(cfg), "base", llms=llms)

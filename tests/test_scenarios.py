@@ -164,11 +164,77 @@ def test_stratified_order_is_a_permutation(own):
 
 # ---- EMPA importer -----------------------------------------------------------------------------------
 
-def test_empa_import_official_30(empa_dir):
-    imported = import_empa(empa_dir)
-    official = (empa_dir / "official_cases.txt").read_text().split()
+FIXTURE = ROOT / "tests" / "fixtures" / "empa"     # EMPA's repository layout, the project's own text
+
+
+def test_empa_fixture_imports_in_empas_layout():
+    """EMPA's layout (empa/data/cases, scenarios/character_stories.json) from the repository root or empa/data."""
+    for folder in (FIXTURE, FIXTURE / "empa" / "data"):
+        imported = import_empa(folder)
+        assert [s.id for s in imported] == ["script_003", "script_042", "script_128"]   # official_cases.txt
+    one = import_empa(FIXTURE, ["script_042"])[0]
+    assert (one.persona.name, one.persona.age, one.threshold.level) == ("韩立", 35, "Medium")
+    assert one.labels.domain == "Values" and one.distance == 31.95
+    assert [st.title for st in one.story.stages] == ["庆功之后", "旧事重演", "停下来", "新的念头"]
+    assert one.priorities.affective.level == "High" and one.priorities.affective.reason == "先陪他待在这份空虚里"
+    assert one.priorities.motivational.level == "Low"
+
+
+def test_empa_case_without_metadata_gets_unknown_labels():
+    sc = import_empa(FIXTURE, ["script_901"])[0]
+    assert (sc.labels.domain, sc.labels.difficulty, sc.labels.dominant_axis) == ("unknown",) * 3
+    assert sc.distance is None and sc.threshold.level == "Medium"
+    assert sc.priorities.levels() == {"C": "High", "A": "Medium", "P": "Low"}   # from its text: a ranking
+    assert sc.case_meta().domain == "unknown"
+
+
+def test_empa_stray_characters_in_labels():
+    sc = import_empa(FIXTURE, ["script_128"])[0]   # 动机共-情, 认知共 情, 现在的-情况
+    assert sc.priorities.levels() == {"C": "Low", "A": "Medium", "P": "High"}
+    assert sc.priorities.motivational.reason == "想知道怎样开口才能既要回钱又不撕破脸"
+    assert sc.situation.current == "她开了一家小面馆，生意刚刚稳定。"
+
+
+def test_empa_metadata_file_is_optional(tmp_path):
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE, fake)
+    (fake / "empa/data/case_metadata.json").unlink()
+    got = import_empa(fake)
+    assert [s.labels.domain for s in got] == ["unknown"] * 3
+    assert [s.threshold.level for s in got] == ["Low", "Medium", "High"]
+
+
+def test_load_cases_empa_fixture():
+    got = load_cases(cfg_with(case_set="empa", empa_dir=str(FIXTURE), case_ids=["script_003", "script_901"]))
+    assert [s.id for s in got] == ["script_003", "script_901"] and all(s.language == "zh" for s in got)
+    three = load_cases(cfg_with(case_set="empa", empa_dir=str(FIXTURE / "empa" / "data"), max_cases=2, seed=1))
+    assert len(three) == 2 and {s.id for s in three} <= {"script_003", "script_042", "script_128"}
+
+
+def test_empa_missing_section_names_file(tmp_path):
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE, fake, ignore=shutil.ignore_patterns("results"))
+    md = fake / "empa" / "data" / "cases" / "script_003.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("<experience>", "<exp>"), encoding="utf-8")
+    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"]))
+    assert [s.id for s in sel.scenarios] == ["script_042"]
+    assert "script_003.md" in sel.invalid[0].error and "experience" in sel.invalid[0].error
+
+
+def test_empa_case_set_without_a_fetched_copy_says_what_to_do(tmp_path):
+    cfg = load_config(ROOT / "config/default.yaml", sandbox={"case_set": "empa", "empa_dir": None},
+                      empa={"source": str(tmp_path / "nowhere"), "commit": None, "cache_dir": str(tmp_path / "c")})
+    with pytest.raises(ValueError, match=r"EMPA has not been fetched .*layout\.json is missing.*sandbox\.empa_dir"):
+        select_cases(cfg)
+
+
+# ---- against EMPA's own files (opt-in: ECHO_EMPA_DIR) -----------------------------------------------
+
+def test_empa_import_official_30(empa):
+    imported = import_empa(empa.root)
+    official = (empa.data / "official_cases.txt").read_text().split()
     assert [s.id for s in imported] == official and len(imported) == 30
-    expected = read_empa_case_meta(empa_dir)
+    expected = read_empa_case_meta(empa.root)
     for sc in imported:
         assert sc.language == "zh" and len(sc.story.stages) == 4
         assert all(st.title and st.content for st in sc.story.stages)
@@ -178,18 +244,53 @@ def test_empa_import_official_30(empa_dir):
     assert Counter(s.labels.dominant_axis for s in imported) == {"C": 10, "A": 10, "P": 10}
 
 
-def test_load_cases_empa(empa_dir):
-    got = load_cases(cfg_with(case_set="empa", empa_dir=str(empa_dir), max_cases=3, seed=1))
+def test_load_cases_empa(empa):
+    got = load_cases(cfg_with(case_set="empa", empa_dir=str(empa.root), max_cases=3, seed=1))
     assert {s.labels.dominant_axis for s in got} == {"C", "A", "P"} and all(s.language == "zh" for s in got)
-    one = load_cases(cfg_with(case_set="empa", empa_dir=str(empa_dir), case_ids=["script_003"]))
+    one = load_cases(cfg_with(case_set="empa", empa_dir=str(empa.root), case_ids=["script_003"]))
     assert [s.id for s in one] == ["script_003"]
 
 
-def test_empa_missing_section_names_file(empa_dir, tmp_path):
-    fake = tmp_path / "empa"
-    shutil.copytree(empa_dir, fake, ignore=shutil.ignore_patterns("results"))
+# ---- echo-scenarios check -------------------------------------------------------------------------------
+
+def test_check_cli_counts_and_names_each_failure(tmp_path, capsys):
+    from echo_lib.scenarios.check import main
+    assert main(["check", str(FIXTURE)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"4 of 4 cases import from {FIXTURE / 'empa' / 'data'} (1 without case_metadata.json labels: 'unknown')"]
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE / "empa" / "data", fake)
+    md = fake / "cases" / "script_042.md"
+    md.write_text(md.read_text(encoding="utf-8").replace("共情阈值【中】", "共情阈值很高"), encoding="utf-8")
+    (fake / "cases" / "script_777.md").write_text((fake / "cases" / "script_003.md").read_text(encoding="utf-8"),
+                                                  encoding="utf-8")            # a case with no story
+    assert main(["check", str(fake)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("3 of 5 cases import from ")
+    assert out[1].startswith(f"FAIL {md}: field '(tagged sections)' ") and "共情阈值【低|中|高】" in out[1]
+    assert out[2] == (f"FAIL {fake / 'character_stories*.json'}: field '剧本编号=script_777' is missing; "
+                      "fix: use EMPA's character_stories.json that holds this script")
+    assert main(["check", str(fake), "--official"]) == 1 and capsys.readouterr().out.startswith("2 of 3 cases")
+    assert main(["check", str(tmp_path / "nowhere")]) == 2
+    assert "no cases/ folder here nor in empa/data/" in capsys.readouterr().err
+
+
+def test_empa_numbered_priorities_without_level_words(tmp_path):
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE / "empa" / "data", fake)
     md = fake / "cases" / "script_003.md"
-    md.write_text(md.read_text(encoding="utf-8").replace("<experience>", "<exp>"), encoding="utf-8")
-    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_010"]))
-    assert [s.id for s in sel.scenarios] == ["script_010"]
-    assert "script_003.md" in sel.invalid[0].error and "experience" in sel.invalid[0].error
+    text = md.read_text(encoding="utf-8")
+    block = text[text.index("当下共情需求优先级"):text.index("</psychological_profile>")]
+    md.write_text(text.replace(block, "当下共情需求优先级：\n    1、情感共情 先让失落被看见\n"
+                                      "    2、认知共情 理解这次演出的意义\n    3、动机共情 以后再说\n"), encoding="utf-8")
+    sc = import_empa(fake, ["script_003"])[0]
+    assert sc.priorities.levels() == {"A": "High", "C": "Medium", "P": "Low"}
+    assert (sc.priorities.affective.reason, sc.priorities.cognitive.reason, sc.priorities.motivational.reason) == (
+        "先让失落被看见", "理解这次演出的意义", "以后再说")
+
+
+@pytest.mark.parametrize("text, years", [("26", 26), ("26岁", 26), ("二十六岁", 26), ("十九", 19), ("三十岁", 30),
+                                         ("二十五六岁", 25), ("不详", None)])
+def test_empa_age_forms(text, years):
+    from echo_lib.scenarios.empa_import import parse_age
+    assert parse_age(text) == years

@@ -22,6 +22,7 @@ DOMAIN_ZH = {"生活状况": "Life", "身心健康": "Health", "休闲娱乐": "
 DIFFICULTY_ZH = {"较易": "Easy", "中等": "Medium", "困难": "Hard", "极难": "Very Hard"}
 LEVEL_ZH = {"低": "Low", "中": "Medium", "高": "High"}
 NEED_ZH = {"认知共情": "C", "情感共情": "A", "动机共情": "P"}   # cognitive, affective, motivational empathy
+UNKNOWN = "unknown"   # a label an EMPA case has no source for (not in case_metadata.json, not in its text)
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,8 @@ class CaseMeta:
     distance: float | None = None         # |P0| as the benchmark lists it
 
     def __post_init__(self) -> None:
-        checks = (("domain", self.domain, DOMAINS), ("difficulty", self.difficulty, DIFFICULTIES),
-                  ("dominant_axis", self.dominant_axis, AXES), ("threshold", self.threshold, LEVELS))
+        checks = (("domain", self.domain, (*DOMAINS, UNKNOWN)), ("difficulty", self.difficulty, (*DIFFICULTIES, UNKNOWN)),
+                  ("dominant_axis", self.dominant_axis, (*AXES, UNKNOWN)), ("threshold", self.threshold, LEVELS))
         for name, value, allowed in checks:
             if value not in allowed:
                 raise ValueError(f"case {self.case_id}: {name}={value!r}; allowed: {', '.join(allowed)}")
@@ -48,11 +49,24 @@ class CaseMeta:
 
 # ---- EMPA's scenario files -------------------------------------------------------------------------
 
+# Labels the parsers look for. Some case texts have a stray character inside one ("动机共-情"): such a
+# label is read as the clean one. Only symbols and spaces count as stray, never a Chinese character.
+LABELS = (*NEED_ZH, "当下共情需求优先级", "共情阈值", "聊天话题")
+_STRAY = r"[^\u4e00-\u9fff\n：:【】\[\]（）()]{0,2}"
+
+
+def clean_labels(text: str, labels: tuple[str, ...] = LABELS) -> str:
+    """`text` with every label written with stray characters between its characters put back clean."""
+    for label in labels:
+        text = re.sub(_STRAY.join(map(re.escape, label)), label, text)
+    return text
+
+
 def _section(text: str, tag: str, path: Path) -> str:
     m = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.S)
     if not m:
         raise ValueError(f"{path}: section <{tag}> is missing; an EMPA case prompt has tagged sections")
-    return m.group(1)
+    return clean_labels(m.group(1))
 
 
 def parse_threshold(text: str, path: Path) -> str:
@@ -97,20 +111,39 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
     block = profile[profile.rfind("\n", 0, start) + 1:] if start >= 0 else ""
     if not block:
         raise ValueError(f"{path}: <psychological_profile> has no 当下共情需求优先级 block")
-    ranking = re.search(r"(认知共情|情感共情|动机共情)\s*>\s*(认知共情|情感共情|动机共情)\s*>\s*"
-                        r"(认知共情|情感共情|动机共情)", block)
-    if ranking:                            # "认知共情 > 情感共情 > 动机共情"
-        return {NEED_ZH[name]: level for name, level in zip(ranking.groups(), ("High", "Medium", "Low"))}
+    ranking = _RANKING.search(block)
+    if ranking:                            # "认知共情 > 情感共情 > 动机共情" (or ＞)
+        return _by_rank(ranking.groups())
     out = {}
     for name, axis in NEED_ZH.items():
         # the need's entry, not the block header's first mention (the header says 优先级 too)
         hits = [m.end() for m in re.finditer(name, block)]
         level = next((lv for pos in hits if (lv := _head_level(_head(block, pos)))), None)
-        if level is None:
-            raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
-                             f"'{name}：高优先级' (高/中/低)")
-        out[axis] = level
-    return out
+        if level is not None:
+            out[axis] = level
+    if len(out) == len(NEED_ZH):
+        return out
+    numbered = _numbered_order(block)
+    if numbered:                           # "1. 动机共情 … 2. 情感共情 … 3. 认知共情 …" with no level words
+        return _by_rank(numbered)
+    name, axis = next((n, a) for n, a in NEED_ZH.items() if a not in out)
+    raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
+                     f"'{name}：高优先级' (高/中/低)")
+
+
+_NEED = "(认知共情|情感共情|动机共情)"
+_RANKING = re.compile(rf"{_NEED}\s*[>＞]\s*{_NEED}\s*[>＞]\s*{_NEED}")
+
+
+def _by_rank(names: tuple[str, ...]) -> dict[str, str]:
+    return {NEED_ZH[name]: level for name, level in zip(names, ("High", "Medium", "Low"))}
+
+
+def _numbered_order(block: str) -> tuple[str, ...] | None:
+    """The needs in the order of their list numbers 1, 2, 3, when each of the three has one."""
+    numbers = {int(m.group(1)): m.group(2) for m in re.finditer(rf"(?:^|\s)([123])\s*[.、．]\s*{_NEED}", block)}
+    names = tuple(numbers.get(i) for i in (1, 2, 3))
+    return names if None not in names and len(set(names)) == 3 else None
 
 
 PRIORITY_SOURCES = ("scenario", "empa_stats")
@@ -143,14 +176,18 @@ def read_empa_case_meta(empa_dir: str | Path, priorities: str = "scenario") -> d
     priorities="scenario" (default): threshold and need priorities parsed from cases/script_XXX.md.
     priorities="empa_stats": as EMPA's own per-case statistics list them (results/*/descriptive_statistics.csv,
     the first one found), which reproduces the published persona slices exactly."""
+    from echo_lib.empa_source import locate
+
     if priorities not in PRIORITY_SOURCES:
         raise ValueError(f"priorities={priorities!r}; allowed: {', '.join(PRIORITY_SOURCES)}")
-    empa_dir = Path(empa_dir)
+    layout = locate(empa_dir, with_commit=False)
+    empa_dir = layout.data
     stats = {}
     if priorities == "empa_stats":
-        found = sorted(empa_dir.glob("results/*/descriptive_statistics.csv"))
+        found = sorted(layout.results.glob("*/descriptive_statistics.csv")) if layout.results else []
         if not found:
-            raise ValueError(f"{empa_dir}: no results/*/descriptive_statistics.csv for priorities='empa_stats'")
+            raise ValueError(f"{layout.root}: no published runs with descriptive_statistics.csv "
+                             "(results/<model>/) for priorities='empa_stats'")
         stats = read_empa_stats_personas(found[0])
     meta_path = empa_dir / "case_metadata.json"
     try:

@@ -118,21 +118,6 @@ def model_dirs(root: str | Path) -> list[Path]:
     return sorted(d for d in root.iterdir() if d.is_dir() and any(d.glob(RESULT_GLOB)))
 
 
-def find_empa_dir(configured: str | Path | None = None) -> Path | None:
-    """The EMPA data folder: `configured` if given (it must exist), else ../shared/empa beside the
-    repository if it is there, else None."""
-    if configured:
-        path = Path(configured)
-        if not (path / "case_metadata.json").is_file():
-            raise FileNotFoundError(f"{path}: not an EMPA data folder (no case_metadata.json); "
-                                    "set sandbox.empa_dir to the folder that holds cases/ and results/")
-        return path
-    from echo_lib.paths import project_root
-
-    beside = project_root().parent / "shared" / "empa"
-    return beside if (beside / "case_metadata.json").is_file() else None
-
-
 # ---- writing ---------------------------------------------------------------------------------------
 
 def trajectory_block(rep: Replay) -> list[dict]:

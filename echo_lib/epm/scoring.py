@@ -52,14 +52,14 @@ def score_folders(roots: list[str | Path] | str | Path, params: EPMParams = EPMP
     return Scored(replays, per_case, summary_table(per_case, constants), skipped)
 
 
-def resolve_result_dirs(result_dirs: list[str | Path], empa_dir: Path | None) -> list[Path]:
-    """The folders to score: as given, or ([]) the published EMPA runs if the EMPA folder is there."""
+def resolve_result_dirs(result_dirs: list[str | Path], published: Path | None) -> list[Path]:
+    """The folders to score: as given, or ([]) EMPA's published runs (`published`, from its layout) if known."""
     if result_dirs:
         return [Path(d) for d in result_dirs]
-    if empa_dir is not None and (empa_dir / "results").is_dir():
-        return [empa_dir / "results"]
-    raise FileNotFoundError("no result folders given and no EMPA data found; pass result_dirs (folders with one "
-                            "sub-folder per model of *_result.json files) or set sandbox.empa_dir")
+    if published is not None and published.is_dir():
+        return [published]
+    raise FileNotFoundError("no result folders given and EMPA's published runs are not fetched; pass result_dirs "
+                            "(folders with one sub-folder per model of *_result.json files) or set empa.source")
 
 
 def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[str, Path]:
@@ -75,8 +75,8 @@ def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[st
 
 
 def known_case_meta(empa_dir: Path | None, priorities: str = "scenario") -> dict[str, CaseMeta]:
-    """Metadata of every case a run may have played: the project's own scenarios and, when the EMPA
-    folder is there, EMPA's cases (`priorities` as in read_empa_case_meta)."""
+    """Metadata of every case a run may have played: the project's own scenarios and, given an EMPA
+    folder (its repository or data folder), EMPA's cases (`priorities` as in read_empa_case_meta)."""
     from echo_lib.scenarios import load_own     # scenarios builds on epm.case_meta; import here, not at the top
 
     meta = {s.id: s.case_meta() for s in load_own()}

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.paths import project_root
+from echo_lib.empa_source import configured_layout, layout_file
 from echo_lib.scenarios.empa_import import import_case, read_metadata, read_official_ids, read_stories
 from echo_lib.scenarios.own import load_own_file, own_dir, own_files
 from echo_lib.scenarios.schema import Scenario, ScenarioError
@@ -58,10 +58,12 @@ class CaseSelection:
 
 
 def _empa_dir(cfg) -> Path:
-    if not cfg.sandbox.empa_dir:
-        raise ValueError("sandbox.case_set is empa but sandbox.empa_dir is null; set it to EMPA's data folder")
-    path = Path(cfg.sandbox.empa_dir).expanduser()
-    return path if path.is_absolute() else project_root() / path
+    """EMPA's data folder: sandbox.empa_dir, else the copy the `empa:` section fetched (rule `empa`)."""
+    layout = configured_layout(cfg.sandbox.empa_dir, cfg.empa)
+    if layout is None:
+        raise ValueError(f"sandbox.case_set is empa but EMPA has not been fetched ({layout_file(cfg.empa)} is "
+                         "missing); run the DAG (rule empa), or set sandbox.empa_dir to a local EMPA folder")
+    return layout.data
 
 
 def select_cases(cfg) -> CaseSelection:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from echo_lib.epm.case_meta import AXES, DIFFICULTIES, DOMAINS, LEVELS, CaseMeta
+from echo_lib.epm.case_meta import AXES, DIFFICULTIES, DOMAINS, LEVELS, UNKNOWN, CaseMeta
 
 NEED_KEYS = {"cognitive": "C", "affective": "A", "motivational": "P"}   # YAML key -> EPM axis
 STAGE_KINDS = ("evoked memory", "reflection", "self-examination", "emotional eruption")
@@ -174,8 +174,9 @@ class _Reader:
 
 
 def scenario_from_dict(data: Any, source: str, language: str = "en",
-                       distance: float | None = None) -> Scenario:
-    """A checked Scenario from plain data (the YAML layout of data/scenarios/own/*.yaml)."""
+                       distance: float | None = None, unknown_labels: bool = False) -> Scenario:
+    """A checked Scenario from plain data (the YAML layout of data/scenarios/own/*.yaml).
+    unknown_labels: a label may be "unknown" (imported EMPA cases without metadata; own cases never)."""
     r = _Reader(source)
     d = r.node(data, "(top level)")
     unknown = sorted(set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
@@ -226,9 +227,10 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
                   outcome=r.text(st, "outcome", "story."), interlude=r.text(st, "interlude", "story."))
 
     lb = r.mapping(d, "labels")
-    labels = Labels(domain=r.choice(lb, "domain", "labels.", DOMAINS),
-                    dominant_axis=r.choice(lb, "dominant_axis", "labels.", AXES),
-                    difficulty=r.choice(lb, "difficulty", "labels.", DIFFICULTIES))
+    extra = (UNKNOWN,) if unknown_labels else ()
+    labels = Labels(domain=r.choice(lb, "domain", "labels.", (*DOMAINS, *extra)),
+                    dominant_axis=r.choice(lb, "dominant_axis", "labels.", (*AXES, *extra)),
+                    difficulty=r.choice(lb, "difficulty", "labels.", (*DIFFICULTIES, *extra)))
 
     dislikes = d.get("dislikes") or []
     if not isinstance(dislikes, list) or not all(isinstance(x, str) and x.strip() for x in dislikes):
