@@ -105,6 +105,20 @@ print({"seconds": {k: round(v, 1) for k, v in result.seconds.items()}, "steps": 
 log.tail()
 
 # %% [markdown]
+# ## The Humanlike model's operating point
+# A verdict-first model says the more probable verdict, and the 135M base leans hard towards "human".
+# The trained Humanlike model ranks replies well, but at the argmax it still lets through many of the
+# small model's own replies, the ones the RL reward must catch. So its threshold on P(human) is set on
+# its own training items: the most lenient one at which every machine kind keeps
+# `reward_models.humanlike_machine_recall` of its items (the twin gets the same treatment on its labels).
+# The held-out split below measures it; the other kinds keep the more probable verdict.
+
+# %%
+decision = stage.calibrate(cfg, kind)
+twin_decision = stage.calibrate(cfg, kind, shuffled=True) if twin else None
+print(decision, twin_decision)
+
+# %% [markdown]
 # ## Held-out evaluation, against its baselines
 # The base, the trained model and its twin judge the same held-out items with the same prompt; the
 # trained model also judges a sample of its training items. Position bias (empathy): the share of

@@ -141,3 +141,8 @@ def test_training_needs_steps_and_enough_items(tiny_lm_dir, tmp_path):
                            tmp_path)
     with pytest.raises(ValueError, match="sft.max_length"):
         train_reward_model(tiny_lm_dir, "humanlike", exs, replace(FAST, sft=replace(FAST.sft, max_length=32)), tmp_path)
+
+
+def test_a_kind_can_have_its_own_sft_steps():
+    sft = SFTParams(steps=40, steps_by_kind={"humanlike": 100, "empathy": None, "scalar": 0})
+    assert [sft.steps_for(k) for k in ("humanlike", "empathy", "scalar")] == [100, 40, 0]

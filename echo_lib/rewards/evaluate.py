@@ -72,13 +72,19 @@ class Judgment:
         return verdict_value(kind, self.answer) if self.ok else None
 
 
-def judge(llm, chats: Sequence[list[dict]], kind: str, decision: str, max_new_tokens: int) -> list[Judgment]:
-    """think_first: greedy generation through the strict parser; verdict_first: `choose` over the verdicts."""
+def judge(llm, chats: Sequence[list[dict]], kind: str, decision: str, max_new_tokens: int,
+          human_threshold: float | None = None) -> list[Judgment]:
+    """think_first: greedy generation through the strict parser; verdict_first: `choose` over the verdicts,
+    the more probable one, or for humanlike with `human_threshold` "human" iff P(human) >= it (calibration.py)."""
     if decision == "verdict_first":
+        options = {option_answer(o): o for o in verdict_options(kind)}
         out = []
-        for c in llm.choose(chats, verdict_options(kind)):
+        for c in llm.choose(chats, list(options.values())):
             probs = answer_probs(kind, c.probs)
-            out.append(Judgment(c.best, True, option_answer(c.best), probs))
+            answer = option_answer(c.best)
+            if kind == "humanlike" and human_threshold is not None:
+                answer = "human" if probs["human"] >= human_threshold else "machine"
+            out.append(Judgment(options[answer], True, answer, probs))
         return out
     greedy = Sampling(temperature=0, max_new_tokens=max_new_tokens)
     out = []
@@ -106,9 +112,11 @@ def judge_chats(items: Sequence[dict], kind: str, position_swap: bool, context_f
 
 
 def judge_items(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
-                context_free: bool = False, decision: str = "think_first") -> list[dict]:
+                context_free: bool = False, decision: str = "think_first", human_threshold: float | None = None
+                ) -> list[dict]:
     """One row per item: the raw outputs, what parsed, and what the metrics need."""
-    js = judge(llm, judge_chats(items, kind, position_swap, context_free, decision), kind, decision, max_new_tokens)
+    js = judge(llm, judge_chats(items, kind, position_swap, context_free, decision), kind, decision, max_new_tokens,
+               human_threshold)
     vkind = "humanlike" if kind == "humanlike" else "empathy"
     n, rows = len(items), []
     for i, it in enumerate(items):
@@ -185,8 +193,9 @@ def _auroc(rows: Sequence[dict], kind: str) -> float | None:
 
 
 def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, position_swap: bool = True,
-             context_free: bool = False, decision: str = "think_first") -> tuple[dict, list[dict]]:
-    rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free, decision)
+             context_free: bool = False, decision: str = "think_first", human_threshold: float | None = None
+             ) -> tuple[dict, list[dict]]:
+    rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free, decision, human_threshold)
     return metrics(rows, kind), rows
 
 

@@ -36,6 +36,11 @@ class SFTParams:
     learning_rate: float = 5e-4
     batch_size: int = 8
     max_length: int = 512          # prompt + target tokens; longer examples are cut from the right
+    steps_by_kind: dict[str, int] = field(default_factory=dict)  # a kind's own step count, over `steps`
+
+    def steps_for(self, kind: str) -> int:
+        own = self.steps_by_kind.get(kind)
+        return self.steps if own is None else own
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,8 @@ class RewardModelParams:
     humanlike_context: str = "aware"  # "aware" (context + reply) or "free" (the reply alone), METHOD 2.4
     decision: str = "verdict_first"   # "think_first" (reason, then verdict; parsed) or "verdict_first" (choose)
     shuffled_twin: bool = True     # also train on shuffled labels: its test accuracy must stay at chance
+    humanlike_machine_recall: float = 0.9  # verdict-first humanlike: P(human) threshold set on the training items
+                                           # so each machine kind keeps this recall (0 = argmax; calibration.py)
 
     def context_free(self, kind: str) -> bool:
         return kind == "humanlike" and self.humanlike_context == "free"

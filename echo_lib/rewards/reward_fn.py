@@ -40,12 +40,13 @@ class RewardModelFn:
     """A TRL reward function `f(prompts, completions, **columns) -> list[float]` over a reward-model LLM."""
 
     def __init__(self, llm, kind: str, max_new_tokens: int = 192, unparsed_reward: float | None = None,
-                 context_free: bool = False, decision: str = "think_first"):
+                 context_free: bool = False, decision: str = "think_first", human_threshold: float | None = None):
         if kind not in NEUTRAL_REWARD:
             raise ValueError(f"unknown reward-model kind {kind!r}; use empathy, humanlike or scalar")
         self.llm, self.kind, self.decision, self.max_new_tokens = llm, kind, decision, max_new_tokens
         self.unparsed_reward = NEUTRAL_REWARD[kind] if unparsed_reward is None else unparsed_reward
         self.context_free = context_free  # humanlike: judge the reply alone (trained that way in stage 02)
+        self.human_threshold = human_threshold  # humanlike verdict-first: stage 02's calibrated P(human) threshold
         self.__name__ = f"{kind}_rm"   # TRL logs rewards/<__name__>/mean
         self.last_stats: dict[str, Any] = {}
         self.last_answers: list[str | None] = []
@@ -67,7 +68,7 @@ class RewardModelFn:
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], reference: Sequence[str] | None = None,
                  **_: Any) -> list[float]:
         judged = judge(self.llm, self.chats(prompts, completions, reference), self.kind, self.decision,
-                       self.max_new_tokens)
+                       self.max_new_tokens, self.human_threshold)
         rewards = [self.reward(j) for j in judged]
         self.last_answers = [j.answer for j in judged]   # per completion (None: unparsed)
         self.last_stats = {"n": len(judged), "unparsed": sum(not j.ok for j in judged),
@@ -85,8 +86,10 @@ class RewardModelFn:
 
 def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardModelFn:
     """The trained reward model of this run (or the adapter at `adapter_dir`) as a TRL reward function."""
+    from echo_lib.rewards.calibration import read_threshold
     from echo_lib.rewards.stage import rm_llm, rm_paths
     adapter = adapter_dir or str(rm_paths(cfg, kind).adapter)
     p = cfg.reward_models
     return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed(kind),
-                         context_free=p.context_free(kind), decision=p.decision)
+                         context_free=p.context_free(kind), decision=p.decision,
+                         human_threshold=read_threshold(adapter) if kind == "humanlike" else None)

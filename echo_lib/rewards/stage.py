@@ -16,6 +16,7 @@ allows a simple model to learn).
 from __future__ import annotations
 
 import csv
+import logging
 import dataclasses
 import random
 from dataclasses import dataclass
@@ -23,9 +24,12 @@ from pathlib import Path
 
 from echo_lib.rewards.data import (context_free_items, data_file, examples, load_items, shuffled_labels,
                                    with_references)
+from echo_lib.rewards.calibration import decision_path, machine_recall_threshold, read_threshold, write_decision
 from echo_lib.rewards.evaluate import evaluate, metrics_table
 from echo_lib.rewards.params import KINDS
 from echo_lib.rewards.train import TrainResult, train_reward_model
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -116,30 +120,63 @@ def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
     """Train the reward model on its training split; with `shuffled`, its label-shuffle twin."""
     from echo_lib.model_setup import weights_path
     p = cfg.reward_models
+    p = dataclasses.replace(p, sft=dataclasses.replace(p.sft, steps=p.sft.steps_for(kind)))
     spec = rm_spec(cfg)
     train_items = items(cfg, kind, "train", p.max_train_items)
     if shuffled:
         train_items = shuffled_labels(train_items, kind, cfg.seed)
     exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
     out = rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)
+    decision_path(out.adapter).unlink(missing_ok=True)   # an old threshold belongs to an old adapter
     return train_reward_model(weights_path(cfg, spec), kind, exs, p, out.dir, seed=cfg.seed,
                               judge=process_judge(cfg), use_cpu=spec.device == "cpu", dtype=spec.dtype)
+
+
+def calibrate(cfg, kind: str, shuffled: bool = False) -> dict | None:
+    """Set and save the humanlike model's P(human) threshold on its training items (calibration.py), or
+    with `shuffled` its twin's on the same items with the labels it was trained on. None where there is
+    nothing to set (another kind, think_first, or humanlike_machine_recall 0)."""
+    rm = cfg.reward_models
+    if kind != "humanlike" or rm.decision != "verdict_first" or not rm.humanlike_machine_recall:
+        return None
+    n = rm.eval.max_train_items
+    if not n:
+        raise ValueError("reward_models.humanlike_machine_recall sets the threshold on eval.max_train_items training "
+                         "items, and that is 0: raise it, or set humanlike_machine_recall to 0 (argmax verdicts)")
+    train = items(cfg, kind, "train", rm.max_train_items)
+    if shuffled:
+        train = shuffled_labels(train, kind, cfg.seed)
+    if n < len(train):
+        train = [train[i] for i in sorted(random.Random(cfg.seed).sample(range(len(train)), n))]
+    adapter = (rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)).adapter
+    calibration_file = decision_path(adapter)
+    calibration_file.unlink(missing_ok=True)   # a retrained adapter must not keep an old threshold
+    if not any(it["label"] == "machine" for it in train):
+        log.warning("no machine item among the %d training items the humanlike threshold is set on; it keeps the "
+                    "more probable verdict (raise reward_models.eval.max_train_items)", len(train))
+        return None
+    _, rows = evaluate(rm_llm(cfg, adapter), train, kind, rm.eval.max_new_tokens, False, rm.context_free(kind),
+                       rm.decision)
+    return write_decision(adapter, machine_recall_threshold(rows, rm.humanlike_machine_recall),
+                          rm.humanlike_machine_recall, rows)
 
 
 def evaluate_models(cfg, kind: str, adapter: str | Path, shuffled_adapter: str | Path | None = None
                     ) -> dict[str, tuple[dict, list[dict]]]:
     """On the held-out split: the base (untrained, same prompt), the trained model and, if given, its
-    label-shuffle twin; "trained_on_train": the trained model on a sample of its own training items."""
+    label-shuffle twin; "trained_on_train": the trained model on a sample of its own training items.
+    A model with a saved threshold (calibrate) decides by it; the base by the more probable verdict."""
     p, rm = cfg.reward_models.eval, cfg.reward_models
     test = items(cfg, kind, "test", p.max_items)
-    def run(llm, its, swap=False):   # position bias is measured on the trained model (swap doubles the calls)
-        return evaluate(llm, its, kind, p.max_new_tokens, swap, rm.context_free(kind), rm.decision)
-    trained = rm_llm(cfg, adapter)
-    out = {"base": run(rm_llm(cfg), test), "trained": run(trained, test, p.position_swap)}
+    def run(adapter_dir, its, swap=False):   # position bias is measured on the trained model (swap doubles the calls)
+        llm = rm_llm(cfg, adapter_dir)
+        threshold = None if adapter_dir is None else read_threshold(adapter_dir)
+        return evaluate(llm, its, kind, p.max_new_tokens, swap, rm.context_free(kind), rm.decision, threshold)
+    out = {"base": run(None, test), "trained": run(adapter, test, p.position_swap)}
     if shuffled_adapter is not None:
-        out["shuffled"] = run(rm_llm(cfg, shuffled_adapter), test)
+        out["shuffled"] = run(shuffled_adapter, test)
     if p.max_train_items:
-        out["trained_on_train"] = run(trained, items(cfg, kind, "train", p.max_train_items, references=False))
+        out["trained_on_train"] = run(adapter, items(cfg, kind, "train", p.max_train_items, references=False))
     return out
 
 
@@ -165,6 +202,7 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
     test = next(iter(by_model.values()))
     record = {"kind": kind, "scale": cfg.scale, "base_model": cfg.roles.reward_model,
               "decision": cfg.reward_models.decision, "n_test": test["n"],
+              "human_threshold": read_threshold(paths.adapter) if kind == "humanlike" else None,
               "majority_baseline": test["majority_baseline"], **main,
               "train_accuracy": main.get("trained", {}).get("train_accuracy"),
               "shuffled_accuracy": main.get("trained", {}).get("shuffled_accuracy"),
