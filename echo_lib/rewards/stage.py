@@ -16,8 +16,8 @@ allows a simple model to learn).
 from __future__ import annotations
 
 import csv
-import logging
 import dataclasses
+import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,10 +100,14 @@ def items(cfg, kind: str, split: str, limit: int = 0, references: bool = True) -
         all_items = context_free_items(all_items)
     if kind == "scalar" and split == "train" and references:
         all_items = with_references(all_items)
-    if limit and limit < len(all_items):
-        keep = sorted(random.Random(cfg.seed).sample(range(len(all_items)), limit))
-        all_items = [all_items[i] for i in keep]
-    return all_items
+    return seeded_sample(all_items, limit, cfg.seed)
+
+
+def seeded_sample(xs: list, limit: int, seed: int) -> list:
+    """`limit` of `xs` drawn with `seed`, in their order (all of them when limit is 0 or not smaller)."""
+    if not limit or limit >= len(xs):
+        return xs
+    return [xs[i] for i in sorted(random.Random(seed).sample(range(len(xs)), limit))]
 
 
 def process_judge(cfg):
@@ -146,11 +150,9 @@ def calibrate(cfg, kind: str, shuffled: bool = False) -> dict | None:
     train = items(cfg, kind, "train", rm.max_train_items)
     if shuffled:
         train = shuffled_labels(train, kind, cfg.seed)
-    if n < len(train):
-        train = [train[i] for i in sorted(random.Random(cfg.seed).sample(range(len(train)), n))]
+    train = seeded_sample(train, n, cfg.seed)   # the items evaluate_models' trained_on_train judges
     adapter = (rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)).adapter
-    calibration_file = decision_path(adapter)
-    calibration_file.unlink(missing_ok=True)   # a retrained adapter must not keep an old threshold
+    decision_path(adapter).unlink(missing_ok=True)   # a retrained adapter must not keep an old threshold
     if not any(it["label"] == "machine" for it in train):
         log.warning("no machine item among the %d training items the humanlike threshold is set on; it keeps the "
                     "more probable verdict (raise reward_models.eval.max_train_items)", len(train))
@@ -168,15 +170,17 @@ def evaluate_models(cfg, kind: str, adapter: str | Path, shuffled_adapter: str |
     A model with a saved threshold (calibrate) decides by it; the base by the more probable verdict."""
     p, rm = cfg.reward_models.eval, cfg.reward_models
     test = items(cfg, kind, "test", p.max_items)
-    def run(adapter_dir, its, swap=False):   # position bias is measured on the trained model (swap doubles the calls)
-        llm = rm_llm(cfg, adapter_dir)
-        threshold = None if adapter_dir is None else read_threshold(adapter_dir)
+    def run(model, its, swap=False):   # position bias is measured on the trained model (swap doubles the calls)
+        llm, threshold = model
         return evaluate(llm, its, kind, p.max_new_tokens, swap, rm.context_free(kind), rm.decision, threshold)
-    out = {"base": run(None, test), "trained": run(adapter, test, p.position_swap)}
+    def judged_by(adapter_dir):        # the adapter's model, and its saved threshold (if any)
+        return rm_llm(cfg, adapter_dir), read_threshold(adapter_dir)
+    trained = judged_by(adapter)
+    out = {"base": run((rm_llm(cfg), None), test), "trained": run(trained, test, p.position_swap)}
     if shuffled_adapter is not None:
-        out["shuffled"] = run(shuffled_adapter, test)
+        out["shuffled"] = run(judged_by(shuffled_adapter), test)
     if p.max_train_items:
-        out["trained_on_train"] = run(adapter, items(cfg, kind, "train", p.max_train_items, references=False))
+        out["trained_on_train"] = run(trained, items(cfg, kind, "train", p.max_train_items, references=False))
     return out
 
 
