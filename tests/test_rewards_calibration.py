@@ -98,5 +98,9 @@ def test_stage_calibrates_the_trained_model_and_its_twin(tiny_lm_dir, tmp_path):
     assert all(v == 1.0 for k, v in on_train.items() if k != "human")
     saved = stage.write_outputs(cfg, "humanlike", results, None)
     assert saved["human_threshold"] == rec["human_threshold"]
+    acc = {m: results[m][0]["accuracy"] for m in ("trained", "shuffled", "base")}
+    assert saved["vs_shuffled"]["n"] == saved["vs_base"]["n"] == 4
+    assert saved["vs_shuffled"]["difference"] == pytest.approx(acc["trained"] - acc["shuffled"], abs=1e-4)
+    assert saved["vs_base"]["difference"] == pytest.approx(acc["trained"] - acc["base"], abs=1e-4)
     assert load_reward_fn(cfg, "humanlike").human_threshold == rec["human_threshold"]
     assert stage.calibrate(cfg, "empathy") is None   # the other kinds keep the more probable verdict

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from echo_lib.llm import Completion, LLMSettings, make_llm
-from echo_lib.rewards.evaluate import evaluate, metrics_table, pearson
+from echo_lib.rewards.evaluate import evaluate, metrics_table, paired_accuracy, pearson
 from echo_lib.rewards.reward_fn import RewardModelFn, prompt_context
 from test_rewards_data import empathy_item, humanlike_item
 
@@ -153,3 +153,17 @@ def test_prompt_context_drops_the_system_message():
     assert prompt_context("hi") == [{"role": "user", "content": "hi"}]
     assert prompt_context([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]) == [
         {"role": "user", "content": "u"}]
+
+
+def test_paired_accuracy_pairs_by_id_by_hand():
+    def row(i, verdict, label="better"):
+        return {"id": f"e{i}", "verdict": verdict, "label": label}
+    trained = [row(0, "better"), row(1, "better"), row(2, "worse"), row(3, "better"), row(9, "better")]
+    twin = [row(3, "worse"), row(2, "worse"), row(1, "worse"), row(0, "worse")]   # other order, no e9
+    out = paired_accuracy(trained, twin)
+    # shared e0-e3: trained right on e0, e1, e3 (0.75), the twin on none (0.0)
+    assert out["n"] == 4 and out["difference"] == 0.75
+    lo, hi = out["ci"]
+    assert 0.0 <= lo <= 0.75 <= hi <= 1.0 and lo > 0   # every resample of (1, 1, 0, 1) minus 0 is >= 0
+    assert paired_accuracy(trained, twin, seed=0) == out        # seeded
+    assert paired_accuracy(trained, [row(7, "better")]) is None  # nothing shared

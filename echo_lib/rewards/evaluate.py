@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci
+from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
 from echo_lib.rewards.verdict import (EMPATHY_VERDICTS, answer_probs, expected_value, flip, option_answer, parse,
                                       score_target, score_to_verdict, verdict_options, verdict_value)
 
@@ -197,6 +197,19 @@ def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, positio
              ) -> tuple[dict, list[dict]]:
     rows = judge_items(llm, items, kind, max_new_tokens, position_swap, context_free, decision, human_threshold)
     return metrics(rows, kind), rows
+
+
+def paired_accuracy(rows: Sequence[dict], other: Sequence[dict], seed: int = 0) -> dict[str, Any] | None:
+    """Accuracy of `rows` minus that of `other` on the items both judged (paired by id), with the paired
+    bootstrap 95 % interval: the comparison of two models on the same items. An interval that spans 0 is
+    no difference at this scale. None when they share no item."""
+    theirs = {r["id"]: r["verdict"] == r["label"] for r in other}
+    pairs = [(float(r["verdict"] == r["label"]), float(theirs[r["id"]])) for r in rows if r["id"] in theirs]
+    if not pairs:
+        return None
+    a, b = zip(*pairs)
+    return {"difference": round(sum(a) / len(a) - sum(b) / len(b), 4),
+            "ci": paired_bootstrap_ci(a, b, seed=seed), "n": len(pairs)}
 
 
 def metrics_table(by_model: dict[str, dict]) -> list[dict]:
