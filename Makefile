@@ -76,9 +76,13 @@ dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --cores $(CORES)
 	$(BIN)/snakemake -n --configfile config/paper.yaml
 
-# jupytext.toml pairs notebooks/NN_name.py with notebooks/NN_name.ipynb: JupyterLab opens the .py files
-# as notebooks, and saving writes both files (the .ipynb copies are git-ignored).
+# notebooks/jupytext.toml pairs notebooks/NN_name.py with notebooks/NN_name.ipynb (git-ignored); the
+# settings override, in the venv only, makes a double click open a .py file as a notebook.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 lab: $(VENV)/.installed
+	mkdir -p $(LAB_SETTINGS)
+	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' \
+	  > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/jupyter lab notebooks/
 
 clean:
