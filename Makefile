@@ -54,7 +54,8 @@ $(VENV)/.installed: pyproject.toml $(LOCK)
 # Python >= 3.11 with a working venv module (Debian and Ubuntu ship ensurepip separately).
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
-	  echo "make setup needs Python 3.11 or newer; '$(PYTHON)' is: $$($(PYTHON) --version 2>&1 || echo 'not found')."; \
+	  found=$$(command -v $(PYTHON) >/dev/null && $(PYTHON) --version 2>&1 | head -1); \
+	  echo "make setup needs Python 3.11 or newer; PYTHON=$(PYTHON) is $${found:-not found}."; \
 	  echo "Install one (apt-get install python3.11 python3.11-venv, brew install python@3.11, pyenv or conda)"; \
 	  echo "and run: make setup PYTHON=python3.11"; exit 1; }
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
