@@ -22,6 +22,8 @@ TORCH_INDEX_FLAG = $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 LOCK := requirements/cpu.lock
 UV ?= uv
 PYPI_INDEX ?= https://pypi.org/simple
+LOCK_PYTHON ?= 3.11
+LOCK_PLATFORM ?= x86_64-manylinux_2_28
 LOCK_FLAGS ?=
 
 .PHONY: all test setup lock check-python dry-run lab clean
@@ -62,13 +64,14 @@ check-python:
 	  echo "'$(PYTHON)' has no working venv module (ensurepip is missing)."; \
 	  echo "On Debian / Ubuntu: apt-get install python3-venv (or python3.11-venv for python3.11)."; exit 1; }
 
-# Refresh the lock after changing pyproject.toml's dependencies (needs uv: pip install uv). It resolves
-# for Linux x86_64 / CPython 3.11 against PYPI_INDEX plus TORCH_INDEX (torch's CPU build), then
-# `make setup` reinstalls. Extra uv options go in LOCK_FLAGS (e.g. --upgrade, or --find-links DIR with
-# TORCH_INDEX= where the torch index cannot be reached but a folder holds the CPU wheel).
+# Refresh the lock after changing pyproject.toml's dependencies (needs uv: pip install uv), then
+# `make setup` reinstalls. It resolves for LOCK_PLATFORM and CPython LOCK_PYTHON (Linux x86_64, 3.11)
+# against PYPI_INDEX plus TORCH_INDEX (torch's CPU build). Extra uv options go in LOCK_FLAGS: e.g.
+# --upgrade, or --find-links DIR with TORCH_INDEX= where the torch index cannot be reached but a
+# folder holds the CPU wheel.
 lock:
-	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
-	  --python-platform x86_64-manylinux_2_28 --index-url $(PYPI_INDEX) $(TORCH_INDEX_FLAG) \
+	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version $(LOCK_PYTHON) \
+	  --python-platform $(LOCK_PLATFORM) --index-url $(PYPI_INDEX) $(TORCH_INDEX_FLAG) \
 	  --index-strategy unsafe-best-match --custom-compile-command 'make lock' $(LOCK_FLAGS) -o $(LOCK)
 	grep -q '^# torch: ' $(LOCK) || sed -i '1i # torch: make setup installs it first and alone from TORCH_INDEX (the Makefile; default\
 	# https://download.pytorch.org/whl/cpu), where torch==2.13.0+cpu lives; everything else from PyPI.' $(LOCK)
