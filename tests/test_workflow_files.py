@@ -27,3 +27,18 @@ def test_jupytext_pairs_the_notebooks_with_ipynb():
     makefile = (ROOT / "Makefile").read_text()
     lab = makefile[makefile.index("\nlab:"):]
     assert '"python": "Jupytext Notebook"' in lab and "jupyter lab notebooks/" in lab
+
+
+def test_the_hub_overlay_is_the_tiny_run_with_smollm2_from_the_hub():
+    # `snakemake --configfile config/default.yaml config/hub.yaml` merges the two, the later file winning.
+    import yaml
+    from snakemake.utils import update_config
+
+    from echo_lib.config import load_config, validate
+    merged = yaml.safe_load((ROOT / "config/default.yaml").read_text())
+    update_config(merged, yaml.safe_load((ROOT / "config/hub.yaml").read_text()))
+    cfg = load_config(validate(merged, "config/default.yaml + config/hub.yaml"))
+    base = cfg.models["base"]
+    assert (base.source, base.id) == ("hub", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert cfg.run_name == "tiny-hub" and cfg.scale == "tiny"
+    assert cfg.paper.dir is None  # the repository's paper/ stays the embedded run's
