@@ -73,8 +73,10 @@ lock:
 	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version $(LOCK_PYTHON) \
 	  --python-platform $(LOCK_PLATFORM) --index-url $(PYPI_INDEX) $(TORCH_INDEX_FLAG) \
 	  --index-strategy unsafe-best-match --custom-compile-command 'make lock' $(LOCK_FLAGS) -o $(LOCK)
-	grep -q '^# torch: ' $(LOCK) || sed -i '1i # torch: make setup installs it first and alone from TORCH_INDEX (the Makefile; default\
-	# https://download.pytorch.org/whl/cpu), where torch==2.13.0+cpu lives; everything else from PyPI.' $(LOCK)
+	{ echo '# torch: make setup installs it first and alone from TORCH_INDEX (the Makefile; default'; \
+	  echo '# https://download.pytorch.org/whl/cpu), where torch==2.13.0+cpu lives; everything else from PyPI.'; \
+	  grep -v -e '^# torch: ' -e '^# https://download.pytorch.org/whl/cpu), where' $(LOCK); } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --cores $(CORES)
