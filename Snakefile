@@ -145,6 +145,8 @@ rule empa:
         layout=EMPA_LAYOUT,
     params:
         empa=config["empa"],
+    benchmark:
+        f"{LOGS}/empa.benchmark.tsv",
     log:
         f"{LOGS}/empa.log",
     run:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Serve the paper-scale models with vLLM's OpenAI-compatible server (pip install vllm, on a GPU node).
+# Serve the paper-scale models with vLLM's OpenAI-compatible server (the gpu extra: pip install -e '.[gpu]', on a GPU node).
 # The run config then names them as `backend: openai, source: server` models (config/paper.yaml has
 # qwen3-32b-vllm at http://localhost:8000/v1); every request carries the key from $VLLM_API_KEY.
 #
