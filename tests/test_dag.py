@@ -86,11 +86,17 @@ def test_stage_04_and_05_evaluate_the_base_model(ci_run):
     import pandas as pd
     summary = json.loads((run_dir / "sandbox" / "base" / "summary.json").read_text())
     assert len(summary["cases"]) == 2 and all(c["status"] == "finished" for c in summary["cases"])
-    assert {c["termination"] for c in summary["cases"]} <= {"SUCCESS", "EPM_FAILURE", "DIRECTOR_END", "MAX_TURNS"}
     results = sorted((run_dir / "sandbox" / "base").glob("*_result.json"))
     assert len(results) == 2
+    # stage 05's row for base is the one a replay of stage 04's result files gives (not only in range)
+    from echo_lib.config import load_config
+    from echo_lib.epm.scoring import score_folders
     epm = pd.read_csv(run_dir / "epm" / "summary.csv").set_index("Model")
-    assert epm.loc["base", "Cases"] == 2 and 0 <= epm.loc["base", "Success"] <= 2
+    replayed = score_folders([run_dir / "sandbox" / "base"], load_config(ROOT / "config/ci.yaml").epm)
+    again = replayed.summary.round(2).set_index("Model").loc["base"]
+    assert epm.loc["base", "Cases"] == 2
+    for column in ("Success", "Failure", "EPM-Q"):
+        assert epm.loc["base", column] == pytest.approx(again[column], abs=0.01), column
     from echo_lib.epm.empa_io import read_result
     from echo_lib.epm.engine import replay
     for path, case in zip(results, sorted(summary["cases"], key=lambda c: c["case_id"])):
