@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_lib.llm.types import stable_hash
+from echo_lib.provenance import umask_mode
 
 
 class CallCache:
@@ -55,6 +56,8 @@ class CallCache:
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(data)
+            # mkstemp makes 0600; an entry holds chats and answers, never a key, so it is shared like results
+            os.chmod(tmp, umask_mode())
             os.replace(tmp, path)  # atomic on POSIX; the last of two identical writers wins
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
