@@ -85,7 +85,8 @@ def test_failures_are_recorded_and_the_other_cases_finish(tmp_path, monkeypatch)
     assert status["own_001"][0] == "error" and status["own_001"][1].startswith("actor: actor turn 1: LLMError")
     assert status["own_002"][0] == "error" and "IEDR judge unusable after 4 tries" in status["own_002"][1]
     bad = json.loads((rep.out_dir / "own_bad_error.json").read_text())
-    assert bad["stage"] == "scenario" and "own_bad.yaml" in bad["reason"] and "persona.age" in bad["reason"]
+    # the misspelt key itself is named (an unknown nested key is an error)
+    assert bad["stage"] == "scenario" and "own_bad.yaml" in bad["reason"] and "persona.years" in bad["reason"]
     assert "no such case file" in json.loads((rep.out_dir / "own_404_error.json").read_text())["reason"]
     assert sorted(rep.invalid) == ["own_404", "own_bad"]
     # a rerun retries the failed cases (here they fail again), never the finished one
