@@ -84,11 +84,14 @@ class LLM:
         usage = Usage(requests=len(keys))
         todo: dict[str, list[int]] = {}  # key -> positions asking for it (identical requests run once)
         for i, k in enumerate(keys):
-            hit = self.cache.get(k)
+            stored = self.cache.get(k)
+            hit = _as(result_type, stored)
             if hit is not None:
-                results[i] = result_type(**hit)
+                results[i] = hit
                 usage.cache_hits += 1
             else:
+                if stored is not None:   # an entry of this key, but not the fields of a result_type
+                    self.cache.discard(k)
                 todo.setdefault(k, []).append(i)
         error = None
         try:
@@ -97,7 +100,10 @@ class LLM:
                 with _progress(len(first), f"{self.name} {op}", self.settings.progress) as bar:
                     for j, result in compute(first, usage):
                         k = keys[first[j]]
-                        self.cache.put(k, {**identity, **materials[first[j]]}, asdict(result))
+                        # another process that wrote this entry first decides the answer (replay = run)
+                        earlier = _as(result_type, self.cache.put(k, {**identity, **materials[first[j]]},
+                                                                  asdict(result)))
+                        result = earlier if earlier is not None else result
                         for i in todo[k]:
                             results[i] = result
                         bar.update(1)
@@ -117,6 +123,16 @@ class LLM:
     @property
     def last_record(self) -> dict | None:
         return self.provenance.records[-1] if self.provenance.records else None
+
+
+def _as(result_type: type, fields: dict | None) -> Any | None:
+    """A cached answer as `result_type`; None when absent or of another shape (then it is recomputed)."""
+    if fields is None:
+        return None
+    try:
+        return result_type(**fields)
+    except TypeError:
+        return None
 
 
 def _redact(text: str, described: dict | None = None) -> str:
