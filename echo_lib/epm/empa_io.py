@@ -36,6 +36,8 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ResultFileError(f"{path}: not a readable JSON file ({err})") from None
+    except RecursionError:
+        raise ResultFileError(f"{path}: not a readable JSON file (nested too deeply)") from None
 
     def need(obj, key, where):
         if not isinstance(obj, dict) or key not in obj:

@@ -179,7 +179,7 @@ class OpenAIBackend:
             if samplings[i].json_mode:
                 try:
                     json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise FeatureUnsupported(
                         f"model {self.name!r} at {self.base_url} ignored JSON mode (response_format): its reply "
                         f"does not parse as JSON: {text[:80]!r}. Use a server with JSON mode (vLLM, OpenAI).") from None
@@ -229,7 +229,10 @@ class OpenAIBackend:
             fn = calls[0].function
             try:
                 args = json.loads(fn.arguments or "{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise LLMError(f"model {self.name!r}: tool call arguments are not JSON: {fn.arguments[:80]!r}") from None
+            if not isinstance(args, dict):   # the tool schema asks for an object of named arguments
+                raise LLMError(f"model {self.name!r}: the arguments of its call to {fn.name!r} are "
+                               f"{type(args).__name__} {fn.arguments[:80]!r}, not a JSON object")
             return ToolCall(name=fn.name, arguments=args)
         return self._map(len(chats), one)

@@ -128,7 +128,7 @@ def read_transcript(path: str | Path, model: str, blind: Blinder) -> Transcript:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise ValueError(f"{path}: not a readable result file ({err})") from None
     history = data.get("history")
     if not isinstance(history, list):

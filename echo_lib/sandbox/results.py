@@ -67,8 +67,9 @@ def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None) -> 
     if meta is None:
         return True
     try:
-        stored = json.loads(path.read_text(encoding="utf-8")).get("sandbox", {})
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        stored = data.get("sandbox", {}) if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):   # unreadable, not JSON, too deep: played again
         return False
     now = json.loads(json.dumps(meta.block()))      # as it would be stored (tuples -> lists)
     same = all(stored.get(k) == now[k] for k in ("parameters", "models", "seeds"))
