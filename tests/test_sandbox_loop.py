@@ -5,13 +5,14 @@ import json
 import shutil
 
 import pytest
-from test_sandbox_fakes import config, fakes
+from test_sandbox_fakes import FakeBackend, config, fakes
 
 from echo_lib.config import ConfigError, load_config
 from echo_lib.epm.cli import main as epmq
 from echo_lib.epm.empa_io import read_result
 from echo_lib.epm.engine import replay
 from echo_lib.epm.params import EPMParams
+from echo_lib.llm import LLMError, LLMSettings, make_llm
 from echo_lib.paths import project_root
 from echo_lib.sandbox import run_sandbox
 
@@ -76,7 +77,7 @@ def test_failures_are_recorded_and_the_other_cases_finish(tmp_path, monkeypatch)
     text = (own / "own_003.yaml").read_text().replace("id: own_003", "id: own_bad").replace("  age:", "  years:")
     (own / "own_bad.yaml").write_text(text)
     monkeypatch.setattr("echo_lib.scenarios.cases.own_dir", lambda: own)
-    cfg = config(tmp_path)
+    cfg = config(tmp_path, max_failed_fraction=1.0)     # 4 of 5 fail here: on purpose, never stop
     cfg["sandbox"]["case_ids"] = ["own_001", "own_002", "own_003", "own_bad"]
     backends, llms = fakes(tmp_path, actor={"fail_if": "Tom\\u00e1s Ruiz"},      # own_001's Actor model errors
                            judge={"fail_if": "Priya Nair"})                          # own_002's judge never answers
@@ -160,3 +161,33 @@ def test_sandbox_run_block_is_checked():
         dataclasses.replace(cfg.sandbox_run, max_turns=4, min_turns=9).epm(cfg.epm)
     cfg = load_config(None, sandbox_run={"max_turns": None, "min_turns": None})
     assert cfg.sandbox_run.epm(cfg.epm) == cfg.epm                 # null: the published epm values
+
+
+@pytest.mark.parametrize("failing, budget, stops", [
+    (["Tom\\u00e1s Ruiz"], 0.2, True),                       # 1 of 3 = 33 % > 20 %
+    (["Tom\\u00e1s Ruiz"], 0.5, False),
+    (["Tom\\u00e1s Ruiz", "Priya Nair", "own_003"], 1.0, False),   # 1 = never
+    (['"system"'], 0.99, True),                              # every case: the whole model failed
+])
+def test_failure_budget_fails_the_stage_with_the_first_error(tmp_path, failing, budget, stops):
+    """Issue 18, section 2: whole-run failures (a refused key, ...) used to leave stage 04 exit 0 with
+    every case an error file. The files are still written; then the stage fails, naming the first error."""
+    from echo_lib.sandbox import SandboxFailed
+
+    class Failing(FakeBackend):
+        def _check(self, chats):
+            if any(word in json.dumps(c) for c in chats for word in failing):
+                raise LLMError("401: the API key was refused")
+
+    cfg = load_config(config(tmp_path, max_failed_fraction=budget))
+    llms = {r: make_llm(Failing(r) if r == "actor" else FakeBackend(r), LLMSettings(cache=False, provenance=False,
+                                                                                   progress=False), tmp_path, None)
+            for r in ("actor", "director", "judge", "base")}
+    if not stops:
+        run_sandbox(cfg, "base", llms=llms)
+        return
+    with pytest.raises(SandboxFailed, match=r"of 3 cases failed.*max_failed_fraction.*the first, own_001: actor: "
+                                            r".*401: the API key was refused"):
+        run_sandbox(cfg, "base", llms=llms)
+    summary = json.loads((tmp_path / "results" / "t" / "sandbox" / "base" / "summary.json").read_text())
+    assert any(c["status"] == "error" for c in summary["cases"])

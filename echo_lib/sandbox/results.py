@@ -44,7 +44,9 @@ class RunMeta:
     config_hash: str = ""
 
     def block(self) -> dict:
-        return {"parameters": {"sandbox_run": dataclasses.asdict(self.params), "epm": dataclasses.asdict(self.epm)},
+        run = dataclasses.asdict(self.params)
+        run.pop("max_failed_fraction")   # when the stage gives up, not how a dialogue is made
+        return {"parameters": {"sandbox_run": run, "epm": dataclasses.asdict(self.epm)},
                 "models": self.models, "seeds": {"run": self.seed, "actor": self.seed, "test_model": self.seed,
                                                  "judge": self.seed},
                 "judge_mode": self.judge_mode, "config_hash": self.config_hash}

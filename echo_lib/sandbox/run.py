@@ -5,7 +5,9 @@
 
 Cases with a result file are skipped (a rerun finishes only the missing ones; the model layer's cache
 answers the calls a killed run already made). Invalid scenario files are recorded as errors, named by
-file and field, and the other cases run.
+file and field, and the other cases run. When more of the cases failed than sandbox_run's
+max_failed_fraction allows (or all of them), the stage raises SandboxFailed with the first error, after
+writing every file: a whole-run failure (a refused key, a server without tool calls) is not a result.
 """
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ from echo_lib.sandbox.results import RunMeta, finished, summary_rows, write_case
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
 
 log = logging.getLogger(__name__)
+
+
+class SandboxFailed(RuntimeError):
+    """Stage 04 for a model failed as a whole: too many of its cases could not be played."""
 
 
 @dataclass
@@ -85,5 +91,17 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     show = cfg.llm.progress if progress is None else progress
     cases = play(todo, players, p, epm, on_end=lambda c: write_case(c, out, meta), progress=show) if todo else []
     write_summary(out, model)
+    failed = [(b.case_id, f"scenario: {b.error}") for b in selection.invalid]
+    failed += [(c.scenario.id, f"{c.error.stage}: {c.error.reason}") for c in cases if c.error is not None]
+    check_failure_budget(model, failed, len(selection.scenarios) + len(selection.invalid), p.max_failed_fraction)
     return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
                          seconds=time.perf_counter() - start, rows=summary_rows(out))
+
+
+def check_failure_budget(model: str, failed: list[tuple[str, str]], total: int, budget: float) -> None:
+    """Raise SandboxFailed when more than `budget` of the `total` cases failed, or all of them (budget < 1)."""
+    if not failed or budget >= 1 or (len(failed) / total <= budget and len(failed) < total):
+        return
+    case_id, reason = failed[0]
+    raise SandboxFailed(f"stage 04 for model {model!r}: {len(failed)} of {total} cases failed, more than "
+                        f"sandbox_run.max_failed_fraction = {budget:g} allows; the first, {case_id}: {reason}")
