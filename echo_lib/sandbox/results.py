@@ -23,6 +23,7 @@ from echo_lib.epm.engine import replay
 from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
+from echo_lib.llm.types import stable_hash
 from echo_lib.provenance import write_json
 from echo_lib.sandbox.loop import CaseState
 from echo_lib.sandbox.params import SandboxRunParams
@@ -42,6 +43,9 @@ class RunMeta:
     seed: int
     judge_mode: str
     config_hash: str = ""
+    # what the names above do not pin down: each model's identity as its backend reports it (checkpoint
+    # and adapter fingerprints for hf models) and the code that writes the roles' prompts (code_fingerprint)
+    fingerprints: dict = dataclasses.field(default_factory=dict)
 
     def block(self) -> dict:
         run = dataclasses.asdict(self.params)
@@ -49,7 +53,25 @@ class RunMeta:
         return {"parameters": {"sandbox_run": run, "epm": dataclasses.asdict(self.epm)},
                 "models": self.models, "seeds": {"run": self.seed, "actor": self.seed, "test_model": self.seed,
                                                  "judge": self.seed},
-                "judge_mode": self.judge_mode, "config_hash": self.config_hash}
+                "judge_mode": self.judge_mode, "config_hash": self.config_hash, "fingerprints": dict(self.fingerprints)}
+
+
+# the modules whose text decides what the roles are asked and how a dialogue goes
+PROMPT_MODULES = ("actor", "batch", "dialogue", "director", "judge", "loop", "test_model")
+
+
+def code_fingerprint() -> str:
+    here = Path(__file__).parent
+    return stable_hash([(m, (here / f"{m}.py").read_text(encoding="utf-8")) for m in PROMPT_MODULES], 16)
+
+
+def scenario_fingerprint(scenario) -> str:
+    """The case's content (not where its file lies): an edited scenario is played again."""
+    return stable_hash({k: v for k, v in dataclasses.asdict(scenario).items() if k != "source"}, 16)
+
+
+def case_fingerprints(meta: RunMeta, scenario) -> dict:
+    return {**meta.fingerprints, "scenario": scenario_fingerprint(scenario)}
 
 
 def result_path(out_dir: str | Path, case_id: str) -> Path:
@@ -60,9 +82,10 @@ def error_path(out_dir: str | Path, case_id: str) -> Path:
     return Path(out_dir) / f"{case_id}{ERROR}"
 
 
-def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None) -> bool:
-    """A result file exists (and, given `meta`, was made with the same parameters and models: a file from
-    other settings is played again rather than mixed into this run)."""
+def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None, scenario=None) -> bool:
+    """A result file exists (and, given `meta`, was made with the same parameters, models, seeds and
+    fingerprints: same weights and adapters by content, same prompt code and, given `scenario`, the same
+    case content. A file from anything else is played again rather than mixed into this run)."""
     path = result_path(out_dir, case_id)
     if not path.is_file():
         return False
@@ -74,10 +97,12 @@ def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None) -> 
     except (OSError, ValueError, RecursionError):   # unreadable, not JSON, too deep: played again
         return False
     now = json.loads(json.dumps(meta.block()))      # as it would be stored (tuples -> lists)
-    same = all(stored.get(k) == now[k] for k in ("parameters", "models", "seeds"))
-    if not same:
-        log.warning("%s was made with other sandbox parameters, models or seeds; playing it again", path)
-    return same
+    if scenario is not None:
+        now["fingerprints"] = case_fingerprints(meta, scenario)
+    differ = [k for k in ("parameters", "models", "seeds", "fingerprints") if stored.get(k) != now[k]]
+    if differ:
+        log.warning("%s was made with other %s; playing it again", path, " / ".join(differ))
+    return not differ
 
 
 def _now() -> str:
@@ -127,6 +152,7 @@ def write_case(c: CaseState, out_dir: str | Path, meta: RunMeta) -> Path:
         "director_log": c.director_log,
         "released": {"stages": c.story.stages, "memories": c.story.memories},
         **meta.block(),
+        "fingerprints": case_fingerprints(meta, c.scenario),
     }
     if data["sandbox"]["judge_failure_rate"] > 0.05:   # METHOD 9 row 18: rerun a case above 5%
         log.warning("%s: the judge failed on %d of %d evaluations (scored 0); consider rerunning this case",

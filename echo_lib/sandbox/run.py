@@ -19,7 +19,8 @@ from pathlib import Path
 from echo_lib.sandbox.actor import Actor
 from echo_lib.sandbox.judge import Judge
 from echo_lib.sandbox.loop import CaseState, Players, play
-from echo_lib.sandbox.results import RunMeta, finished, summary_rows, write_case, write_error, write_summary
+from echo_lib.sandbox.results import (RunMeta, code_fingerprint, finished, summary_rows, write_case, write_error,
+                                      write_summary)
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
 
 log = logging.getLogger(__name__)
@@ -77,14 +78,15 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     players = Players(actor=Actor(llm(cfg.roles.actor), p.actor, seed=cfg.seed),
                       test=TestModel(llm(model), p.test_model, seed=cfg.seed), judge=judge,
                       director=llm(cfg.roles.director), companion_prompt=p.companion_prompt or DEFAULT_COMPANION_PROMPT)
+    identities = {n: llm(n).backend.identity() for n in specs}   # hf: checkpoint + adapter fingerprints
     meta = RunMeta(model=model, roles=names, models=specs, params=p, epm=epm, seed=cfg.seed, judge_mode=judge.mode,
-                   config_hash=cfg.hash)
+                   config_hash=cfg.hash, fingerprints={"models": identities, "code": code_fingerprint()})
 
     selection = select_cases(cfg)
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
         write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
-    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta)]
+    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta, sc)]
     todo = [sc for sc in selection.scenarios if sc.id not in skipped]
     if skipped:
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
