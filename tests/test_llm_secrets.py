@@ -4,6 +4,7 @@ llm_provenance.jsonl or the log. The key has no sk-/key/token prefix, so only it
 find it."""
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 
@@ -14,7 +15,7 @@ from test_sandbox_fakes import ROLES, FakeBackend, config
 from echo_lib.config import load_config
 from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
 from echo_lib.llm.secrets import redact
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox import SandboxFailed, run_sandbox
 
 KEY = "echo0pass7f3a9cQzz"   # no key-like prefix: a pattern would miss it
 ENV = "ECHO_STUB_API_KEY"
@@ -64,12 +65,15 @@ def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog):
         cfg["sandbox"] = {"case_ids": ["own_001"]}
         llms = {r: make_llm(FakeBackend(r), LLMSettings(cache=False, provenance=False, progress=False),
                             tmp_path / "cache", None) for r in ROLES if r != "base"}
-        rep = run_sandbox(load_config(cfg), "base", llms=llms)
-    assert [r["status"] for r in rep.rows] == ["error"]
+        with pytest.raises(SandboxFailed) as failed:   # the whole model failed: the stage fails (budget)
+            run_sandbox(load_config(cfg), "base", llms=llms)
+    assert "PermissionDenied" in str(failed.value) and KEY not in str(failed.value)
     written = sorted(p for p in (tmp_path / "results").rglob("*") if p.is_file())
     names = {p.name for p in written}
     assert {"own_001_error.json", "summary.json", "llm_provenance.jsonl"} <= names, names
-    error = (rep.out_dir / "own_001_error.json").read_text()
+    summary = json.loads(next(p for p in written if p.name == "summary.json").read_text())
+    assert [c["status"] for c in summary["cases"]] == ["error"]
+    error = next(p for p in written if p.name == "own_001_error.json").read_text()
     assert "PermissionDenied" in error and "<redacted>" in error
     for path in written:
         assert KEY not in path.read_text(errors="replace"), path
