@@ -371,7 +371,9 @@ rule epm:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        run_stage("epm", threads, input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
+        # exactly the models this config names (each folder's summary.json then names its cases)
+        run_stage("epm", threads, input.py, output.nb, {"config": config,
+                                           "result_dirs": [f"{RUN}/sandbox/{m}" for m in config["sandbox"]["models"]],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
 
 

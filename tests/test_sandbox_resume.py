@@ -15,6 +15,7 @@ from test_sandbox_fakes import ROLES, FakeBackend, config
 from echo_lib.config import load_config
 from echo_lib.epm.cli import main as epmq
 from echo_lib.epm.empa_io import read_result
+from echo_lib.epm.params import EPMParams
 from echo_lib.llm import LLMSettings, make_llm
 from echo_lib.sandbox import run_sandbox
 
@@ -157,3 +158,26 @@ def test_the_hf_fingerprint_follows_the_adapter_content(tmp_path):
     before = fingerprint(adapter)
     (adapter / "adapter_model.safetensors").write_bytes(b"\x00" * 4095 + b"\x01")   # retrained, same size
     assert fingerprint(adapter) != before
+
+
+def test_each_stage_counts_only_the_cases_and_models_its_config_names(tmp_path, caplog):
+    """Issue 18, section 1: shrink sandbox.case_ids and the dropped cases' files stayed in summary.json
+    and in stage 05's tables. Now stage 04's summary is the run's manifest and stage 05 follows it."""
+    from echo_lib.epm.scoring import score_folders
+
+    settings = LLMSettings(cache=False, provenance=False, progress=False)
+    llms = lambda: {r: make_llm(FakeBackend(r), settings, tmp_path, None) for r in ROLES}   # noqa: E731
+    first = run_sandbox(load_config(config(tmp_path, max_turns=4, min_turns=3)), "base", llms=llms())
+    assert len(first.rows) == 3
+    fewer = config(tmp_path, max_turns=4, min_turns=3)
+    fewer["sandbox"]["case_ids"] = ["own_002"]
+    rep = run_sandbox(load_config(fewer), "base", llms=llms())
+    assert [r["case_id"] for r in rep.rows] == ["own_002"] and rep.skipped == ["own_002"]
+    summary = json.loads((rep.out_dir / "summary.json").read_text())
+    assert [c["case_id"] for c in summary["cases"]] == ["own_002"] and sum(summary["counts"].values()) == 1
+    assert summary["not_counted"] == ["own_001_result.json", "own_003_result.json"]
+    assert "not counted: own_001_result.json, own_003_result.json" in caplog.text
+    scored = score_folders([rep.out_dir], EPMParams(max_turns=4, min_turns=3))
+    assert list(scored.per_case["Case_ID"]) == ["own_002"]
+    assert sorted(s.path.name for s in scored.skipped) == ["own_001_result.json", "own_003_result.json"]
+    assert all("not in" in s.reason and "summary.json" in s.reason for s in scored.skipped)

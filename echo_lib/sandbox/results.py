@@ -172,11 +172,24 @@ def write_error(out_dir: str | Path, case_id: str, meta: RunMeta, stage: str, tu
 
 # ---- reading a run back ----------------------------------------------------------------------------
 
-def summary_rows(out_dir: str | Path) -> list[dict]:
-    """One row per case of a model's folder: finished cases (from their result files) and failures."""
+def case_files(out_dir: str | Path, case_ids=None) -> tuple[list[Path], list[Path]]:
+    """(result and error files of the cases `case_ids` names, those of other cases). A folder keeps the
+    files of cases an earlier config played; a run counts only its own (None: every file)."""
+    files = sorted([*Path(out_dir).glob(f"*{RESULT}"), *Path(out_dir).glob(f"*{ERROR}")])
+    if case_ids is None:
+        return files, []
+    ids = set(case_ids)
+    case_of = lambda p: p.name.removesuffix(RESULT).removesuffix(ERROR)   # noqa: E731
+    return [p for p in files if case_of(p) in ids], [p for p in files if case_of(p) not in ids]
+
+
+def summary_rows(out_dir: str | Path, case_ids=None) -> list[dict]:
+    """One row per case of a model's folder: finished cases (from their result files) and failures;
+    with `case_ids`, only those cases."""
     out_dir = Path(out_dir)
+    mine, _ = case_files(out_dir, case_ids)
     rows = []
-    for path in sorted(out_dir.glob(f"*{RESULT}")):
+    for path in (p for p in mine if p.name.endswith(RESULT)):
         data = json.loads(path.read_text(encoding="utf-8"))
         run = read_result(path)
         rep = replay(run, EPMParams(**data["sandbox"]["parameters"]["epm"])) if "sandbox" in data else replay(run)
@@ -186,7 +199,7 @@ def summary_rows(out_dir: str | Path) -> list[dict]:
                      "P0": tuple(int(x) for x in rep.P0), "P_final": rep.final_P,
                      "r_final": round(physics.norm(rep.final_P), 2), "judge_failures": sb.get("judge_failures", 0),
                      "reason": run.termination_reason})
-    for path in sorted(out_dir.glob(f"*{ERROR}")):
+    for path in (p for p in mine if p.name.endswith(ERROR)):
         data = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"case_id": data["script_id"], "status": "error", "termination": "", "turns": data.get("turn", 0),
                      "E_total": None, "P0": None, "P_final": None, "r_final": None, "judge_failures": None,
@@ -194,12 +207,17 @@ def summary_rows(out_dir: str | Path) -> list[dict]:
     return sorted(rows, key=lambda r: r["case_id"])
 
 
-def write_summary(out_dir: str | Path, model: str) -> Path:
-    """summary.json of a model's folder (the DAG's output of stage 04)."""
-    rows = summary_rows(out_dir)
+def write_summary(out_dir: str | Path, model: str, case_ids=None) -> Path:
+    """summary.json of a model's folder (the DAG's output of stage 04): the cases `case_ids` names (the
+    run's manifest, which stage 05 follows); files of other cases are listed as not counted."""
+    rows = summary_rows(out_dir, case_ids)
+    _, others = case_files(out_dir, case_ids)
+    if others:
+        log.warning("%s: %d file(s) of cases this config does not name, not counted: %s", out_dir, len(others),
+                    ", ".join(p.name for p in others))
     counts = {}
     for r in rows:
         key = r["termination"] or r["status"]
         counts[key] = counts.get(key, 0) + 1
     return write_json(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
-                                                   "timestamp": _now()})
+                                                   "not_counted": [p.name for p in others], "timestamp": _now()})

@@ -37,7 +37,7 @@ class SandboxReport:
     skipped: list[str]          # case ids that already had a result file
     invalid: list[str]          # case ids whose scenario file could not be used
     seconds: float
-    rows: list[dict]            # summary_rows of the whole folder
+    rows: list[dict]            # summary_rows of the cases this config names
 
     def table(self):
         import pandas as pd
@@ -92,12 +92,13 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
     show = cfg.llm.progress if progress is None else progress
     cases = play(todo, players, p, epm, on_end=lambda c: write_case(c, out, meta), progress=show) if todo else []
-    write_summary(out, model)
+    named = [sc.id for sc in selection.scenarios] + [b.case_id for b in selection.invalid]
+    write_summary(out, model, named)
     failed = [(b.case_id, f"scenario: {b.error}") for b in selection.invalid]
     failed += [(c.scenario.id, f"{c.error.stage}: {c.error.reason}") for c in cases if c.error is not None]
     check_failure_budget(model, failed, len(selection.scenarios) + len(selection.invalid), p.max_failed_fraction)
     return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
-                         seconds=time.perf_counter() - start, rows=summary_rows(out))
+                         seconds=time.perf_counter() - start, rows=summary_rows(out, named))
 
 
 def check_failure_budget(model: str, failed: list[tuple[str, str]], total: int, budget: float) -> None:
