@@ -318,6 +318,13 @@ def _run_problems(cfg: dict) -> list[str]:
         if missing:
             problems.append(f"key 'sandbox.case_ids' names {', '.join(map(repr, missing))}, which the own case set "
                             f"does not have ({own}); allowed: the file names there, e.g. own_001")
+    policy = cfg["policy"]
+    accelerate = policy["accelerate_config"]
+    if policy["launcher"] == "accelerate" and not accelerate:
+        problems.append("key 'policy.accelerate_config' is null but 'policy.launcher' is accelerate; name an "
+                        "accelerate config file, e.g. config/accelerate/zero3_multinode.yaml")
+    elif accelerate and not (project_root() / accelerate).is_file():   # relative to the repository (or absolute)
+        problems.append(f"key 'policy.accelerate_config' has value {accelerate!r}, which is not a file")
     return problems
 
 

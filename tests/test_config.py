@@ -123,6 +123,9 @@ def test_snakefile_rejects_bad_config_before_any_job(tmp_path):
     (lambda c: c.update(sandbox={"case_set": "empa", "empa_dir": "/no/such/EMPA"}),
      ["'sandbox.empa_dir'", "/no/such/EMPA", "not a folder"]),
     (lambda c: c.update(sandbox={"case_ids": ["own_001", "own_9999"]}), ["'sandbox.case_ids'", "'own_9999'"]),
+    (lambda c: c.update(policy={"launcher": "accelerate"}), ["'policy.accelerate_config' is null"]),
+    (lambda c: c.update(policy={"accelerate_config": "config/accelerate/zero9.yaml"}),
+     ["'policy.accelerate_config'", "zero9.yaml", "not a file"]),
 ])
 def test_cross_field_problems_are_found_at_load_time(edit, expected):
     """Issue 18, section 2: what stage 04 used to find days in (at paper scale) stops the load."""
