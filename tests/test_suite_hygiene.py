@@ -10,9 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_plain_pytest_collects_every_file():
-    # -P: like the `pytest` script, the working folder is not put on sys.path
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1"}
+def test_plain_pytest_collects_every_file(tmp_path):
+    # -P: like the `pytest` script, the working folder is not put on sys.path. This checkout's echo_lib
+    # comes from a folder that holds only it (as an installed package would), so `tests` stays unimportable.
+    (tmp_path / "echo_lib").symlink_to(ROOT / "echo_lib")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1",
+                                                                         "PYTHONPATH": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                            "tests"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
