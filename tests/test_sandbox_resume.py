@@ -181,3 +181,5 @@ def test_each_stage_counts_only_the_cases_and_models_its_config_names(tmp_path, 
     assert list(scored.per_case["Case_ID"]) == ["own_002"]
     assert sorted(s.path.name for s in scored.skipped) == ["own_001_result.json", "own_003_result.json"]
     assert all("not in" in s.reason and "summary.json" in s.reason for s in scored.skipped)
+    from echo_lib.nee.blinding import Blinder, read_model_transcripts   # stage 06 rates the same cases
+    assert [t.case_id for t in read_model_transcripts(rep.out_dir, "base", Blinder(["base"]))] == ["own_002"]
