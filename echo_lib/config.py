@@ -163,8 +163,11 @@ def read_yaml(path: str | Path) -> dict:
         data = strict_yaml.safe_load(path.read_text(encoding="utf-8")) or {}   # a key twice is an error
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {path} is not UTF-8 text (byte {err.start})") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+    except yaml.YAMLError as err:   # one line: the file, the line and what PyYAML found there
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        what = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise ConfigError(f"config file {path}{where} is not valid YAML: {what}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
     return data

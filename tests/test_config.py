@@ -139,5 +139,13 @@ def test_cross_field_problems_are_found_at_load_time(edit, expected):
 
 def test_a_config_key_given_twice_is_an_error(tmp_path):
     (tmp_path / "twice.yaml").write_text("seed: 1\nrun_name: a\nseed: 2\n")
-    with pytest.raises(ConfigError, match=r"twice\.yaml is not valid YAML: key 'seed' appears twice \(lines 1 and 3\)"):
+    with pytest.raises(ConfigError, match=r"twice\.yaml, line 3 is not valid YAML: key 'seed' appears twice "
+                                          r"\(lines 1 and 3\)$"):
         load_config(tmp_path / "twice.yaml")
+
+
+def test_malformed_yaml_is_one_line_with_file_and_line(tmp_path):
+    (tmp_path / "bad.yaml").write_text("seed: 1\nsandbox:\n  case_ids: [own_001\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "bad.yaml")
+    assert "\n" not in str(err.value) and f"config file {tmp_path / 'bad.yaml'}, line 4 is not valid YAML" in str(err.value)
