@@ -36,7 +36,7 @@ all: $(VENV)/.installed
 	  exit $$status
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/pytest
 
 setup: $(VENV)/.installed
 

@@ -27,6 +27,7 @@ config = validate(config, source=", ".join(map(str, workflow.overwrite_configfil
 check_pins(load_config(config))  # a kept wheel or checkpoint that does not match its sha256 pin
 
 RUN = f"{config['results_dir']}/{config['run_name']}"
+NOTEBOOKS = config["notebooks_dir"]   # the stage notebooks; the tests point it at a copy they may edit
 NB = f"{RUN}/notebooks"
 LOGS = f"{RUN}/logs"
 
@@ -81,7 +82,7 @@ rule all:
 rule models:
     """Stage 00: fetch/verify/convert the embedded model, resolve hub ids, local paths and servers."""
     input:
-        py="notebooks/00_models.py",
+        py=f"{NOTEBOOKS}/00_models.py",
     output:
         manifest=f"{RUN}/models/manifest.json",
         reply=f"{RUN}/models/smoke_chat.md",
@@ -109,7 +110,7 @@ rule models:
 rule data:
     """Stage 01: humanlike items from real chit-chat, empathy items by axioms -> theorems, HITL check."""
     input:
-        py="notebooks/01_data_synthesis.py",
+        py=f"{NOTEBOOKS}/01_data_synthesis.py",
         manifest=f"{RUN}/models/manifest.json",
         axioms=config["data"]["empathy"]["axioms_file"],
         contrasts=config["data"]["empathy"]["contrast"]["bank_file"],
@@ -172,7 +173,7 @@ def published_runs(layout_path):
 rule epm_published:
     """Stage 05 on published EMPA runs: replay every trajectory, EPM-Q, the leaderboard figures."""
     input:
-        py="notebooks/05_epm_analysis.py",
+        py=f"{NOTEBOOKS}/05_epm_analysis.py",
         runs=PUBLISHED or [],
         empa=[] if PUBLISHED else EMPA_LAYOUT,
     output:
@@ -205,7 +206,7 @@ rule controls:
     """Positive controls: stage 02's reward-model code on a task whose answer is in the text (and its
     label-shuffle twin), stage 03's GRPO on a rule reward. Proof that the training code can learn."""
     input:
-        py="notebooks/02_controls.py",
+        py=f"{NOTEBOOKS}/02_controls.py",
         manifest=f"{RUN}/models/manifest.json",
     output:
         record=f"{RUN}/controls/controls.json",
@@ -239,7 +240,7 @@ def rm_data(wildcards):
 rule reward_model:
     """Stage 02: a generative reward model (SFT warm start, then GRPO), evaluated base vs trained."""
     input:
-        py="notebooks/02_reward_models.py",
+        py=f"{NOTEBOOKS}/02_reward_models.py",
         manifest=f"{RUN}/models/manifest.json",
         data=rm_data,
     output:
@@ -275,7 +276,7 @@ rule policy:
     ablation), on the same hard-filtered prompts; then its win rate against the base on held-out prompts.
     The shared RL data (policy/data/) is built by the first variant and reused while its settings hold."""
     input:
-        py="notebooks/03_policy_rl.py",
+        py=f"{NOTEBOOKS}/03_policy_rl.py",
         manifest=f"{RUN}/models/manifest.json",
         data=[f"{RUN}/data/empathy/train.jsonl", f"{RUN}/data/empathy/test.jsonl", f"{RUN}/data/humanlike/train.jsonl"],
         # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
@@ -319,7 +320,7 @@ rule sandbox:
     One EMPA-schema result file per case goes to sandbox/<model>/; they are not declared as outputs, so
     Snakemake never deletes them and a rerun resumes case by case."""
     input:
-        py="notebooks/04_sandbox.py",
+        py=f"{NOTEBOOKS}/04_sandbox.py",
         manifest=f"{RUN}/models/manifest.json",
         scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
         empa=EMPA_CASES,
@@ -352,7 +353,7 @@ rule sandbox:
 rule epm:
     """Stage 05 on this run's sandbox results: replay, EPM-Q and its groups, slices, figures."""
     input:
-        py="notebooks/05_epm_analysis.py",
+        py=f"{NOTEBOOKS}/05_epm_analysis.py",
         summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
     output:
         summary=f"{RUN}/epm/summary.csv",
@@ -372,7 +373,9 @@ rule epm:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        run_stage("epm", threads, input.py, output.nb, {"config": config, "result_dirs": [f"{RUN}/sandbox"],
+        # exactly the models this config names (each folder's summary.json then names its cases)
+        run_stage("epm", threads, input.py, output.nb, {"config": config,
+                                           "result_dirs": [f"{RUN}/sandbox/{m}" for m in config["sandbox"]["models"]],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
 
 
@@ -380,7 +383,7 @@ rule nee:
     """Stage 06: the NEE judge panel (blinded, order-randomised Likert ratings of every sandbox transcript,
     pairwise A/B against nee.reference_model in both orders, Krippendorff's alpha, NEE 0-100, composite)."""
     input:
-        py="notebooks/06_nee_panel.py",
+        py=f"{NOTEBOOKS}/06_nee_panel.py",
         summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
         epm=f"{RUN}/epm/summary.csv",
     output:
@@ -429,7 +432,7 @@ rule paper:
     """Stage 07: the paper's tables (LaTeX + CSV), figures (PDF + PNG) and claims table from this run's
     results; then main.pdf with latexmk when it is installed (not an output: a TeX toolchain is optional)."""
     input:
-        py="notebooks/07_paper.py",
+        py=f"{NOTEBOOKS}/07_paper.py",
         tex="paper/main.tex",
         bib="paper/references.bib",
         reported="data/reported_claims.yaml",

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import jsonschema
 import yaml
 
+from echo_lib import strict_yaml
 from echo_lib.empa_source import EmpaParams
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
@@ -159,9 +160,14 @@ def read_yaml(path: str | Path) -> dict:
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+        data = strict_yaml.safe_load(path.read_text(encoding="utf-8")) or {}   # a key twice is an error
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {err.start})") from None
+    except yaml.YAMLError as err:   # one line: the file, the line and what PyYAML found there
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        what = " ".join(str(getattr(err, "problem", None) or err).split())
+        raise ConfigError(f"config file {path}{where} is not valid YAML: {what}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
     return data
@@ -291,6 +297,37 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
                         "empa.source to EMPA's git URL or a local clone (or sandbox.empa_dir to its data folder)")
     if "default" not in cfg["resources"]:
         problems.append("key 'resources.default' is missing; add `default: {}` to use the schema's defaults")
+    return problems + _run_problems(cfg)
+
+
+def _run_problems(cfg: dict) -> list[str]:
+    """What stage 04 would only find days in: turn limits that contradict each other, a folder or a case
+    the config names that is not there."""
+    problems = []
+    run, epm, sandbox = cfg["sandbox_run"], cfg["epm"], cfg["sandbox"]
+    # the sandbox's own limit where it sets one, else the epm block's (SandboxRunParams.epm)
+    lo, hi = (("sandbox_run." + k, run[k]) if run[k] is not None else ("epm." + k, epm[k])
+              for k in ("min_turns", "max_turns"))
+    if lo[1] > hi[1]:
+        problems.append(f"key '{lo[0]}' is {lo[1]} but '{hi[0]}' is {hi[1]}; a run must be allowed to reach "
+                        "its first success or failure turn (min_turns <= max_turns)")
+    if sandbox["empa_dir"] and not Path(sandbox["empa_dir"]).is_dir():
+        problems.append(f"key 'sandbox.empa_dir' has value {sandbox['empa_dir']!r}, which is not a folder here; "
+                        "give EMPA's data folder (or a clone), or null to use the fetched copy")
+    if sandbox["case_set"] == "own":
+        from echo_lib.scenarios import cases   # the folder stage 04 reads (cases.own_dir), imported late: no cycle
+        own = cases.own_dir()
+        missing = [cid for cid in sandbox["case_ids"] if not (own / f"{cid}.yaml").is_file()]
+        if missing:
+            problems.append(f"key 'sandbox.case_ids' names {', '.join(map(repr, missing))}, which the own case set "
+                            f"does not have ({own}); allowed: the file names there, e.g. own_001")
+    policy = cfg["policy"]
+    accelerate = policy["accelerate_config"]
+    if policy["launcher"] == "accelerate" and not accelerate:
+        problems.append("key 'policy.accelerate_config' is null but 'policy.launcher' is accelerate; name an "
+                        "accelerate config file, e.g. config/accelerate/zero3_multinode.yaml")
+    elif accelerate and not (project_root() / accelerate).is_file():   # relative to the repository (or absolute)
+        problems.append(f"key 'policy.accelerate_config' has value {accelerate!r}, which is not a file")
     return problems
 
 

@@ -58,6 +58,26 @@ def empa_with_published_runs(dest: Path) -> Path:
     return dest
 
 
+# The converted embedded model of a DAG run goes beside its results (a temporary folder), never into the
+# checkout's results/models. Set $ECHO_TEST_MODELS_DIR to a folder of your choice to keep it between sessions.
+MODELS_ENV = "ECHO_TEST_MODELS_DIR"
+
+
+def dag_models_dir(results_dir) -> Path:
+    return Path(os.environ.get(MODELS_ENV) or Path(results_dir) / "models")
+
+
+def stage_notebooks(results_dir) -> Path:
+    """A copy of notebooks/ beside the results, which the DAG of these results executes: a test may edit
+    it (and a killed test leaves the checkout as it was)."""
+    import shutil
+
+    copy = Path(results_dir) / "stage_notebooks"
+    if not copy.is_dir():
+        shutil.copytree(ROOT / "notebooks", copy, ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
+    return copy
+
+
 def snakemake(*args, results_dir=None):
     """Run snakemake in the project root (2 cores); returns (exit code, stdout + stderr).
     A call on the ci run's results also gets that run's EMPA config (ci_run's empa.yaml), so it sees
@@ -68,7 +88,8 @@ def snakemake(*args, results_dir=None):
         args.insert(args.index("--configfile") + 2, str(extra))
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
     if results_dir:
-        cmd += ["--config", f"results_dir={results_dir}"]
+        cmd += ["--config", f"results_dir={results_dir}", f"models_dir={dag_models_dir(results_dir)}",
+                f"notebooks_dir={stage_notebooks(results_dir)}"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr
 

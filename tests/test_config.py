@@ -113,3 +113,39 @@ def test_snakefile_rejects_bad_config_before_any_job(tmp_path):
     out = proc.stdout + proc.stderr
     assert "run_nmae" in out and "unknown key" in out and "bad.yaml" in out
     assert "Building DAG" not in out
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda c: c.update(sandbox_run={"min_turns": 9, "max_turns": 4}),
+     ["'sandbox_run.min_turns' is 9", "'sandbox_run.max_turns' is 4"]),
+    (lambda c: c.update(sandbox_run={"min_turns": 50, "max_turns": None}),
+     ["'sandbox_run.min_turns' is 50", "'epm.max_turns' is"]),
+    (lambda c: c.update(sandbox={"case_set": "empa", "empa_dir": "/no/such/EMPA"}),
+     ["'sandbox.empa_dir'", "/no/such/EMPA", "not a folder"]),
+    (lambda c: c.update(sandbox={"case_ids": ["own_001", "own_9999"]}), ["'sandbox.case_ids'", "'own_9999'"]),
+    (lambda c: c.update(policy={"launcher": "accelerate"}), ["'policy.accelerate_config' is null"]),
+    (lambda c: c.update(policy={"accelerate_config": "config/accelerate/zero9.yaml"}),
+     ["'policy.accelerate_config'", "zero9.yaml", "not a file"]),
+])
+def test_cross_field_problems_are_found_at_load_time(edit, expected):
+    """Issue 18, section 2: what stage 04 used to find days in (at paper scale) stops the load."""
+    cfg = copy.deepcopy(default_dict())
+    edit(cfg)
+    with pytest.raises(ConfigError) as err:
+        validate(cfg, "test.yaml")
+    for piece in expected:
+        assert piece in str(err.value), f"{piece!r} not in:\n{err.value}"
+
+
+def test_a_config_key_given_twice_is_an_error(tmp_path):
+    (tmp_path / "twice.yaml").write_text("seed: 1\nrun_name: a\nseed: 2\n")
+    with pytest.raises(ConfigError, match=r"twice\.yaml, line 3 is not valid YAML: key 'seed' appears twice "
+                                          r"\(lines 1 and 3\)$"):
+        load_config(tmp_path / "twice.yaml")
+
+
+def test_malformed_yaml_is_one_line_with_file_and_line(tmp_path):
+    (tmp_path / "bad.yaml").write_text("seed: 1\nsandbox:\n  case_ids: [own_001\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path / "bad.yaml")
+    assert "\n" not in str(err.value) and f"config file {tmp_path / 'bad.yaml'}, line 4 is not valid YAML" in str(err.value)

@@ -84,3 +84,31 @@ def test_reproduces_the_leaderboard_from_the_published_files(empa, tmp_path):
     assert main([str(empa.results), "--out", str(tmp_path / "epmq.csv")]) == 0
     error, _ = leaderboard_error(tmp_path / "epmq.csv")
     assert error <= 0.01
+
+
+def test_bad_fields_are_named_and_the_other_files_go_on(runs_dir, tmp_path, capsys):
+    """Issue 18: `total_turns: null` (was a TypeError that stopped echo-epmq), a second file of one
+    script_id (was counted twice), and a judge level that is no level (scored 0 as published: now said)."""
+    model = tmp_path / "runs" / "qwen3-32b"
+    shutil.copytree(runs_dir / "qwen3-32b", model)
+    original = json.loads((model / "script_003_result.json").read_text())
+    (model / "script_997_result.json").write_text(json.dumps(original | {"script_id": "script_997", "total_turns": None}))
+    (model / "script_003v2_result.json").write_text(json.dumps(original))
+    # garbage where the judge's level was 0: scored 0 as before (the table is unchanged), but named
+    path = next(p for p in sorted(model.glob("script_1*_result.json"))
+                if json.loads(p.read_text())["epj"]["trajectory"][1]["mdep_analysis"]["C_Prog_level"] == 0)
+    data = json.loads(path.read_text())
+    data["epj"]["trajectory"][1]["mdep_analysis"]["C_Prog_level"] = "high"
+    path.write_text(json.dumps(data))
+    assert main([str(tmp_path / "runs"), "--out", str(tmp_path / "out.csv"), "--per-case", str(tmp_path / "c.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "script_997_result.json: field 'total_turns' is None" in err
+    assert "script_003v2_result.json: field 'script_id' is 'script_003', the case of script_003_result.json" in err
+    assert f"note: {path}: field 'epj.trajectory[1].mdep_analysis.C_Prog_level' is 'high'" in err
+    assert len(pd.read_csv(tmp_path / "c.csv")) == 30                 # each case once; the others count
+    assert pd.read_csv(tmp_path / "out.csv")["EPM-Q"].tolist() == [14.77]
+
+
+def test_out_naming_a_folder_is_a_clear_error(runs_dir, tmp_path, capsys):
+    assert main([str(runs_dir), "--out", str(tmp_path)]) == 2
+    assert f"--out {tmp_path} is a folder; give a file name" in capsys.readouterr().err

@@ -171,3 +171,56 @@ def test_two_processes_write_concurrently(tmp_path):
     for r in range(5):
         reader.generate(chats(30), Sampling(seed=r))
     assert reader.model_calls == 0
+
+
+def test_entries_of_the_wrong_shape_or_a_folder_are_misses(tmp_path, caplog):
+    """Issue 18: an entry that parses but is not an answer (was a TypeError that stopped the stage), and a
+    folder where an entry belongs (was IsADirectoryError), are recomputed; the folder is named."""
+    llm = make_llm(FakeBackend(), SETTINGS, tmp_path, None)
+    first = llm.generate(chats(4), Sampling())
+    files = sorted(tmp_path.rglob("*.json"))
+    keys = [f.stem for f in files]
+    files[0].write_text(json.dumps({"key": keys[0], "result": "a string"}))
+    files[1].write_text(json.dumps({"key": keys[1], "result": {"txt": "wrong field"}}))
+    files[2].write_text(json.dumps([keys[2]]))
+    files[3].unlink()
+    files[3].mkdir()
+    again = make_llm(FakeBackend(), SETTINGS, tmp_path, None)
+    assert again.generate(chats(4), Sampling()) == first
+    assert again.model_calls == 4 and again.cache.corrupt == 4
+    assert f"{files[3]} is a folder" in caplog.text
+    third = make_llm(FakeBackend(), SETTINGS, tmp_path, None)
+    third.generate(chats(4), Sampling())
+    assert third.model_calls == 1          # three repaired; the folder is left alone (and recomputed)
+
+
+def test_first_writer_wins_and_stray_tmp_files_go(tmp_path):
+    """Two processes answering the same call differently: the answer stored first is the one both use,
+    so a replay from the cache equals the run. A *.tmp an hour old (a killed writer) is removed."""
+    import os
+    import time
+
+    from echo_lib.llm.cache import STRAY_TMP_S, CallCache
+
+    cache = CallCache(tmp_path)
+    key = "cd" * 32
+    assert cache.put(key, {}, {"text": "first"}) is None
+    assert cache.put(key, {}, {"text": "second"}) == {"text": "first"}
+    assert cache.get(key) == {"text": "first"}
+    stray, fresh = tmp_path / "cd" / ".cdcdcdcd.killed.tmp", tmp_path / "cd" / ".cdcdcdcd.live.tmp"
+    stray.write_text("{half")
+    fresh.write_text("{half")
+    old = time.time() - STRAY_TMP_S - 60
+    os.utime(stray, (old, old))
+    cache.put("cd" + "ef" * 31, {}, {"text": "x"})
+    assert not stray.exists() and fresh.exists()
+
+    class Second(FakeBackend):
+        def generate(self, chats, samplings, usage):
+            for i, completion in super().generate(chats, samplings, usage):
+                yield i, Completion(text="the second process's answer", finish_reason="stop")
+
+    run = make_llm(FakeBackend(), SETTINGS, tmp_path / "c2", None).generate(chats(2), Sampling())
+    late = make_llm(Second(), SETTINGS, tmp_path / "c2", None)
+    late.cache.get = lambda k: None        # it looked before the first process had stored its answers
+    assert late.generate(chats(2), Sampling()) == run

@@ -7,7 +7,7 @@ import torch
 
 from echo_lib.llm import Sampling, load_llm
 from echo_lib.llm.packed import PACKED_ROWS, pack_linears
-from tests.test_llm_hf import CHATS, make_cfg
+from test_llm_hf import CHATS, make_cfg  # tests/ is on sys.path (conftest.py), as for plain `pytest`
 
 pytestmark = pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="this torch build has no MKL")
 

@@ -49,6 +49,11 @@ def test_server_model_needs_its_key_variable_and_never_records_it(monkeypatch):
     assert "sk-secret-value" not in yaml.safe_dump(record.__dict__)
 
 
-def test_smoke_reply_is_seeded(tiny_lm_dir):
-    cfg = local_config(tiny_lm_dir)
-    assert smoke_chat_reply(cfg) == smoke_chat_reply(cfg)
+def test_smoke_reply_is_seeded(tiny_lm_dir, tmp_path):
+    """Two runs with separate call caches sample the same reply (so the second is recomputed, not
+    replayed); another seed samples another one."""
+    first = smoke_chat_reply(local_config(tiny_lm_dir, results_dir=str(tmp_path / "a")))
+    again = smoke_chat_reply(local_config(tiny_lm_dir, results_dir=str(tmp_path / "b")))
+    other = smoke_chat_reply(local_config(tiny_lm_dir, results_dir=str(tmp_path / "c"), seed=1))
+    assert first and first == again
+    assert other != first

@@ -216,7 +216,10 @@ def test_tiny_model_through_the_hf_choose(tmp_path, tiny_lm_dir):
     assert r["score"].between(1, 5).all() and r["coverage"].between(0, 1).all()
     assert r["score"].nunique() > 1                       # probabilities, not one constant answer
     assert len(res.pairwise) == 2 * 2 * 2 and res.pairwise["winner"].isin(["base", "rival"]).all()
-    assert 0 <= res.summary["nee"].min() and res.summary["nee"].max() <= 100
+    # each model's NEE is the one its ratings give: case means of the 1-5 scores, averaged, to 0-100
+    nee = res.summary.set_index("model")["nee"]
+    for model, rows in r.groupby("model"):
+        assert nee[model] == pytest.approx((rows.groupby("case_id")["score"].mean().mean() - 1) / 4 * 100, abs=0.01)
     assert res.model_calls == len(r) + len(res.pairwise)
     assert run_nee(load_config(config)).model_calls == 0  # every call from the cache
 

@@ -48,19 +48,22 @@ def test_stage_07_claims_label_reported_numbers_and_name_the_scale(ci_run):
 
 def test_editing_only_the_paper_notebook_reruns_only_the_paper(ci_run):
     """An author edits notebook 07 (Snakemake 9 ignores a touch whose content is unchanged, so the test
-    edits it) and the dry run plans the paper alone; the notebook is restored byte for byte."""
+    edits it) and the dry run plans the paper alone. The edit is made to the ci run's own copy of the
+    notebooks (conftest.stage_notebooks), never to the checkout; it is undone for the tests after it."""
     import os
 
-    from conftest import snakemake
+    from conftest import snakemake, stage_notebooks
     run_dir, _ = ci_run
-    notebook = ROOT / "notebooks" / "07_paper.py"
+    notebook = stage_notebooks(run_dir.parent) / "07_paper.py"
     text, before = notebook.read_bytes(), notebook.stat()
+    tracked = (ROOT / "notebooks" / "07_paper.py").read_bytes()
     try:
         notebook.write_bytes(text + b"\n# an author's edit\n")
         rc, out = snakemake("-n", "--configfile", "config/ci.yaml", results_dir=run_dir.parent)
     finally:
         notebook.write_bytes(text)
         os.utime(notebook, ns=(before.st_atime_ns, before.st_mtime_ns))   # the run stays up to date
+    assert (ROOT / "notebooks" / "07_paper.py").read_bytes() == tracked
     assert rc == 0, out[-3000:]
     planned = set(re.findall(r"^(?:local)?rule (\w+):", out, re.MULTILINE))
     assert planned == {"paper", "all"}, out[-3000:]

@@ -239,8 +239,14 @@ def test_each_variant_is_a_model_the_sandbox_can_test():
 def test_accelerate_launcher_needs_its_config(tmp_path):
     from echo_lib.config import load_config
     from echo_lib.policy.launch import command
-    cfg = load_config(policy={"launcher": "accelerate"})
-    with pytest.raises(ValueError, match="policy.accelerate_config is null"):
+    import dataclasses
+
+    from echo_lib.config import ConfigError
+    with pytest.raises(ConfigError, match="'policy.accelerate_config' is null"):   # at load time now
+        load_config(policy={"launcher": "accelerate"})
+    cfg = load_config()
+    cfg = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, launcher="accelerate", accelerate_config=None))
+    with pytest.raises(ValueError, match="policy.accelerate_config is null"):     # and still at launch
         command(cfg, "echo", tmp_path / "c.json")
     acc = tmp_path / "zero3.yaml"
     acc.write_text("distributed_type: DEEPSPEED\n")

@@ -49,3 +49,7 @@ def test_sandbox_and_epm_compare_base_echo_scalar(ci_run):
         assert len(summary["cases"]) == 2
         case = json.loads(next((run_dir / "sandbox" / model).glob("*_result.json")).read_text())
         assert case["sandbox"]["models"][model]["adapter"].endswith(f"policy/{model}/adapter")
+        # the resume key holds the adapter's content (so a retrained adapter replays the sandbox)
+        from echo_lib.llm.hf import fingerprint
+        stored = case["sandbox"]["fingerprints"]["models"][model]["adapter_fingerprint"]
+        assert stored and stored == fingerprint(run_dir / "policy" / model / "adapter")

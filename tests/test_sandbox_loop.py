@@ -1,16 +1,18 @@
 """The sandbox loop with deterministic fake models (METHOD.md 5.5, 9.1 item 6): endings, lockstep
 batching, resume, failures recorded per case, result files that replay to the same numbers."""
+import dataclasses
 import json
 import shutil
 
 import pytest
-from test_sandbox_fakes import config, fakes
+from test_sandbox_fakes import FakeBackend, config, fakes
 
 from echo_lib.config import ConfigError, load_config
 from echo_lib.epm.cli import main as epmq
 from echo_lib.epm.empa_io import read_result
 from echo_lib.epm.engine import replay
 from echo_lib.epm.params import EPMParams
+from echo_lib.llm import LLMError, LLMSettings, make_llm
 from echo_lib.paths import project_root
 from echo_lib.sandbox import run_sandbox
 
@@ -75,17 +77,23 @@ def test_failures_are_recorded_and_the_other_cases_finish(tmp_path, monkeypatch)
     text = (own / "own_003.yaml").read_text().replace("id: own_003", "id: own_bad").replace("  age:", "  years:")
     (own / "own_bad.yaml").write_text(text)
     monkeypatch.setattr("echo_lib.scenarios.cases.own_dir", lambda: own)
-    cfg = config(tmp_path)
-    cfg["sandbox"]["case_ids"] = ["own_001", "own_002", "own_003", "own_bad", "own_404"]
+    cfg = config(tmp_path, max_failed_fraction=1.0)     # 4 of 5 fail here: on purpose, never stop
+    cfg["sandbox"]["case_ids"] = ["own_001", "own_002", "own_003", "own_bad"]
     backends, llms = fakes(tmp_path, actor={"fail_if": "Tom\\u00e1s Ruiz"},      # own_001's Actor model errors
                            judge={"fail_if": "Priya Nair"})                          # own_002's judge never answers
-    rep = run_sandbox(load_config(cfg), "base", llms=llms)
+    # an unknown case id is a config error at load time (test_config); one whose file goes after the
+    # load is still a per-case error here
+    loaded = load_config(cfg)
+    loaded = dataclasses.replace(loaded, sandbox=dataclasses.replace(
+        loaded.sandbox, case_ids=type(loaded.sandbox.case_ids)([*loaded.sandbox.case_ids, "own_404"])))
+    rep = run_sandbox(loaded, "base", llms=llms)
     status = {r["case_id"]: (r["status"], r["reason"]) for r in rep.rows}
     assert status["own_003"][0] == "finished"
     assert status["own_001"][0] == "error" and status["own_001"][1].startswith("actor: actor turn 1: LLMError")
     assert status["own_002"][0] == "error" and "IEDR judge unusable after 4 tries" in status["own_002"][1]
     bad = json.loads((rep.out_dir / "own_bad_error.json").read_text())
-    assert bad["stage"] == "scenario" and "own_bad.yaml" in bad["reason"] and "persona.age" in bad["reason"]
+    # the misspelt key itself is named (an unknown nested key is an error)
+    assert bad["stage"] == "scenario" and "own_bad.yaml" in bad["reason"] and "persona.years" in bad["reason"]
     assert "no such case file" in json.loads((rep.out_dir / "own_404_error.json").read_text())["reason"]
     assert sorted(rep.invalid) == ["own_404", "own_bad"]
     # a rerun retries the failed cases (here they fail again), never the finished one
@@ -145,8 +153,41 @@ def test_json_judge_retries_then_scores_zero(tmp_path):
 def test_sandbox_run_block_is_checked():
     with pytest.raises(ConfigError, match="'turns_max' in sandbox_run"):
         load_config(None, sandbox_run={"turns_max": 3})
-    cfg = load_config(None, sandbox_run={"max_turns": 4, "min_turns": 9})
+    # contradicting limits stop the load (not stage 04 days in); the run-time check stays behind it
+    with pytest.raises(ConfigError, match="'sandbox_run.min_turns' is 9 but 'sandbox_run.max_turns' is 4"):
+        load_config(None, sandbox_run={"max_turns": 4, "min_turns": 9})
+    cfg = load_config(None, sandbox_run={"max_turns": 9, "min_turns": 4})
     with pytest.raises(ValueError, match="min_turns=9 is above max_turns=4.*sandbox_run"):
-        cfg.sandbox_run.epm(cfg.epm)
+        dataclasses.replace(cfg.sandbox_run, max_turns=4, min_turns=9).epm(cfg.epm)
     cfg = load_config(None, sandbox_run={"max_turns": None, "min_turns": None})
     assert cfg.sandbox_run.epm(cfg.epm) == cfg.epm                 # null: the published epm values
+
+
+@pytest.mark.parametrize("failing, budget, stops", [
+    (["Tom\\u00e1s Ruiz"], 0.2, True),                       # 1 of 3 = 33 % > 20 %
+    (["Tom\\u00e1s Ruiz"], 0.5, False),
+    (["Tom\\u00e1s Ruiz", "Priya Nair", "own_003"], 1.0, False),   # 1 = never
+    (['"system"'], 0.99, True),                              # every case: the whole model failed
+])
+def test_failure_budget_fails_the_stage_with_the_first_error(tmp_path, failing, budget, stops):
+    """Issue 18, section 2: whole-run failures (a refused key, ...) used to leave stage 04 exit 0 with
+    every case an error file. The files are still written; then the stage fails, naming the first error."""
+    from echo_lib.sandbox import SandboxFailed
+
+    class Failing(FakeBackend):
+        def _check(self, chats):
+            if any(word in json.dumps(c) for c in chats for word in failing):
+                raise LLMError("401: the API key was refused")
+
+    cfg = load_config(config(tmp_path, max_failed_fraction=budget))
+    llms = {r: make_llm(Failing(r) if r == "actor" else FakeBackend(r), LLMSettings(cache=False, provenance=False,
+                                                                                   progress=False), tmp_path, None)
+            for r in ("actor", "director", "judge", "base")}
+    if not stops:
+        run_sandbox(cfg, "base", llms=llms)
+        return
+    with pytest.raises(SandboxFailed, match=r"of 3 cases failed.*max_failed_fraction.*the first, own_001: actor: "
+                                            r".*401: the API key was refused"):
+        run_sandbox(cfg, "base", llms=llms)
+    summary = json.loads((tmp_path / "results" / "t" / "sandbox" / "base" / "summary.json").read_text())
+    assert any(c["status"] == "error" for c in summary["cases"])

@@ -15,6 +15,7 @@ from test_sandbox_fakes import ROLES, FakeBackend, config
 from echo_lib.config import load_config
 from echo_lib.epm.cli import main as epmq
 from echo_lib.epm.empa_io import read_result
+from echo_lib.epm.params import EPMParams
 from echo_lib.llm import LLMSettings, make_llm
 from echo_lib.sandbox import run_sandbox
 
@@ -101,3 +102,84 @@ def test_killed_run_finishes_only_the_missing_cases(tmp_path):
     for cid in ("own_002", "own_003"):                                     # the same dialogue as without the kill
         a, b = (json.loads((d / f"{cid}_result.json").read_text()) for d in (out, ref.out_dir))
         assert a["history"] == b["history"] and a["epj"]["trajectory"] == b["epj"]["trajectory"]
+
+
+class Retrained(FakeBackend):
+    """The tested model after stage 03 retrained its adapter at the same path: same name, same config
+    entry, other weights (an hf backend's identity carries the adapter's fingerprint), other replies."""
+
+    def identity(self) -> dict:
+        return super().identity() | {"adapter_fingerprint": "retrained"}
+
+
+def test_a_retrained_model_or_an_edited_scenario_is_played_again(tmp_path, monkeypatch):
+    """Issue 18, section 1: the resume check compared names and paths only, so a retrained adapter or an
+    edited scenario kept the old dialogues in EPM, NEE and the paper."""
+    import shutil
+
+    from echo_lib.paths import project_root
+
+    own = tmp_path / "own"
+    own.mkdir()
+    for cid in ("own_001", "own_002", "own_003"):
+        shutil.copy(project_root() / "data" / "scenarios" / "own" / f"{cid}.yaml", own)
+    monkeypatch.setattr("echo_lib.scenarios.cases.own_dir", lambda: own)
+    cfg = load_config(config(tmp_path, max_turns=4, min_turns=3))
+    settings = LLMSettings(cache=False, provenance=False, progress=False)
+
+    def llms(base):
+        return {r: make_llm(FakeBackend(r), settings, tmp_path, None) for r in ROLES if r != "base"} | {
+            "base": make_llm(base, settings, tmp_path, None)}
+
+    first = run_sandbox(cfg, "base", llms=llms(FakeBackend("base")))
+    assert len(first.ran) == 3
+    assert run_sandbox(cfg, "base", llms=llms(FakeBackend("base"))).skipped == ["own_001", "own_002", "own_003"]
+
+    # retrained: every case is played again, and the new replies are in the result files
+    again = run_sandbox(cfg, "base", llms=llms(Retrained("base", reply="After retraining: what happened next?")))
+    assert again.skipped == [] and len(again.ran) == 3
+    history = json.loads((again.out_dir / "own_002_result.json").read_text())["history"]
+    assert any("After retraining" in m["content"] for m in history)
+
+    # an edited scenario: only that case is played again
+    path = own / "own_002.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("topic: ", "topic: Lately, ", 1), encoding="utf-8")
+    edited = run_sandbox(cfg, "base", llms=llms(Retrained("base", reply="After retraining: what happened next?")))
+    assert edited.skipped == ["own_001", "own_003"] and [c.scenario.id for c in edited.ran] == ["own_002"]
+
+
+def test_the_hf_fingerprint_follows_the_adapter_content(tmp_path):
+    from echo_lib.llm.hf import fingerprint
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text('{"r": 8}')
+    (adapter / "adapter_model.safetensors").write_bytes(b"\x00" * 4096)
+    before = fingerprint(adapter)
+    (adapter / "adapter_model.safetensors").write_bytes(b"\x00" * 4095 + b"\x01")   # retrained, same size
+    assert fingerprint(adapter) != before
+
+
+def test_each_stage_counts_only_the_cases_and_models_its_config_names(tmp_path, caplog):
+    """Issue 18, section 1: shrink sandbox.case_ids and the dropped cases' files stayed in summary.json
+    and in stage 05's tables. Now stage 04's summary is the run's manifest and stage 05 follows it."""
+    from echo_lib.epm.scoring import score_folders
+
+    settings = LLMSettings(cache=False, provenance=False, progress=False)
+    llms = lambda: {r: make_llm(FakeBackend(r), settings, tmp_path, None) for r in ROLES}   # noqa: E731
+    first = run_sandbox(load_config(config(tmp_path, max_turns=4, min_turns=3)), "base", llms=llms())
+    assert len(first.rows) == 3
+    fewer = config(tmp_path, max_turns=4, min_turns=3)
+    fewer["sandbox"]["case_ids"] = ["own_002"]
+    rep = run_sandbox(load_config(fewer), "base", llms=llms())
+    assert [r["case_id"] for r in rep.rows] == ["own_002"] and rep.skipped == ["own_002"]
+    summary = json.loads((rep.out_dir / "summary.json").read_text())
+    assert [c["case_id"] for c in summary["cases"]] == ["own_002"] and sum(summary["counts"].values()) == 1
+    assert summary["not_counted"] == ["own_001_result.json", "own_003_result.json"]
+    assert "not counted: own_001_result.json, own_003_result.json" in caplog.text
+    scored = score_folders([rep.out_dir], EPMParams(max_turns=4, min_turns=3))
+    assert list(scored.per_case["Case_ID"]) == ["own_002"]
+    assert sorted(s.path.name for s in scored.skipped) == ["own_001_result.json", "own_003_result.json"]
+    assert all("not in" in s.reason and "summary.json" in s.reason for s in scored.skipped)
+    from echo_lib.nee.blinding import Blinder, read_model_transcripts   # stage 06 rates the same cases
+    assert [t.case_id for t in read_model_transcripts(rep.out_dir, "base", Blinder(["base"]))] == ["own_002"]

@@ -95,6 +95,10 @@ def broken_copy(tmp_path: Path, edit) -> Path:
     (lambda d: d["priorities"]["cognitive"].update(level="Low"), "priorities.cognitive.level"),
     (lambda d: d.update(id="own_999"), "id"),
     (lambda d: d.update(mood="sad"), "mood"),
+    (lambda d: d["persona"].update(nmae="Tom"), "persona.nmae"),            # unknown nested keys (issue 18)
+    (lambda d: d["priorities"]["affective"].update(weight=2), "priorities.affective.weight"),
+    (lambda d: d["story"]["stages"][1].update(mood="x"), "story.stages[1].mood"),
+    (lambda d: d["labels"].update(axis="C"), "labels.axis"),
 ])
 def test_invalid_file_names_file_and_field(tmp_path, edit, field):
     path = broken_copy(tmp_path, edit)
@@ -112,16 +116,42 @@ def test_unreadable_yaml_is_named(tmp_path):
         load_own_file(path)
 
 
+def test_a_key_given_twice_is_an_error_naming_both_lines(tmp_path):
+    path = tmp_path / "own_001.yaml"
+    text = (own_dir() / "own_001.yaml").read_text(encoding="utf-8")
+    path.write_text(text.replace("  age: 41\n", "  age: 41\n  age: 14\n"), encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"own_001\.yaml.*'age' appears twice \(lines 5 and 6\)"):
+        load_own_file(path)
+
+
+def test_priority_reasons_are_whole_sentences(own):
+    """A flow mapping `{level: Low, reason: annoyed, not hurt}` splits the reason at its commas into extra
+    keys; nine own cases had lost the end of a reason that way (now quoted; the nested-key check finds it)."""
+    by_id = {sc.id: sc for sc in own}
+    assert by_id["own_001"].priorities.affective.reason == "He is annoyed, not hurt, and does not want to be soothed."
+    assert all(getattr(sc.priorities, k).reason.endswith((".", "!", "?")) for sc in own
+               for k in ("cognitive", "affective", "motivational"))
+
+
+def test_non_utf8_file_is_named(tmp_path):
+    path = tmp_path / "own_001.yaml"
+    path.write_bytes((own_dir() / "own_001.yaml").read_bytes().replace("Tomás".encode(), "Tomás".encode("latin-1")))
+    with pytest.raises(ScenarioError, match=r"own_001\.yaml: field '\(file\)' is not UTF-8 text \(byte \d+"):
+        load_own_file(path)
+
+
 def test_one_bad_file_does_not_stop_the_others(tmp_path, monkeypatch):
     folder = tmp_path / "own"
     folder.mkdir()
     for name in ("own_002.yaml", "own_003.yaml"):
         shutil.copy(own_dir() / name, folder / name)
     broken_copy(folder, lambda d: d["needs"].pop("vent"))
+    (folder / "own_004.yaml").write_bytes(b"id: own_004\npersona: {name: Jos\xe9}\n")   # latin-1, not UTF-8
     monkeypatch.setattr(cases_mod, "own_dir", lambda: folder)
     sel = select_cases(cfg_with())
     assert [s.id for s in sel.scenarios] == ["own_002", "own_003"]
-    assert [(c.case_id, "needs.vent" in c.error) for c in sel.invalid] == [("own_001", True)]
+    assert [(c.case_id, "needs.vent" in c.error or "not UTF-8" in c.error) for c in sel.invalid] == [
+        ("own_001", True), ("own_004", True)]
     with pytest.raises(ValueError, match=r"own_001\.yaml.*needs\.vent"):
         load_cases(cfg_with())
 
@@ -135,8 +165,9 @@ def test_load_cases_defaults_to_the_whole_own_set(own):
 def test_load_cases_honours_case_ids():
     got = load_cases(cfg_with(case_ids=["own_017", "own_003"]))
     assert [s.id for s in got] == ["own_017", "own_003"]
-    sel = select_cases(cfg_with(case_ids=["own_003", "own_404"]))
-    assert [s.id for s in sel.scenarios] == ["own_003"] and sel.invalid[0].case_id == "own_404"
+    from echo_lib.config import ConfigError
+    with pytest.raises(ConfigError, match="'sandbox.case_ids' names 'own_404'"):   # found at load time now
+        cfg_with(case_ids=["own_003", "own_404"])
 
 
 def test_max_cases_is_stratified_and_deterministic():
@@ -209,6 +240,17 @@ def test_load_cases_empa_fixture():
     assert [s.id for s in got] == ["script_003", "script_901"] and all(s.language == "zh" for s in got)
     three = load_cases(cfg_with(case_set="empa", empa_dir=str(FIXTURE / "empa" / "data"), max_cases=2, seed=1))
     assert len(three) == 2 and {s.id for s in three} <= {"script_003", "script_042", "script_128"}
+
+
+def test_empa_non_utf8_case_is_named_and_the_others_go_on(tmp_path):
+    fake = tmp_path / "EMPA"
+    shutil.copytree(FIXTURE, fake, ignore=shutil.ignore_patterns("results"))
+    md = fake / "empa" / "data" / "cases" / "script_003.md"
+    md.write_bytes(md.read_text(encoding="utf-8").encode("gb18030"))   # a Chinese legacy encoding
+    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"]))
+    assert [s.id for s in sel.scenarios] == ["script_042"]
+    assert [c.case_id for c in sel.invalid] == ["script_003"]
+    assert "script_003.md: field '(file)' is not UTF-8 text" in sel.invalid[0].error
 
 
 def test_empa_missing_section_names_file(tmp_path):

@@ -5,7 +5,9 @@
 DIR holds one sub-folder per model of `script_*_result.json` files (or is itself one such folder).
 Every trajectory is replayed from its judge levels, never from the totals stored in the file, and one
 row per model is written (columns: epmq.SUMMARY_COLUMNS, values at 2 dp like the published leaderboard).
-A malformed file is reported by name on stderr and skipped; the other files still count.
+A malformed file (or a second file of the same script_id) is reported by name on stderr and skipped;
+the other files still count. A judge level outside the rubric is scored 0, as the published engine did,
+and named on stderr.
 """
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="EPM-Q constant set: code (default, reproduces the published leaderboard) or paper")
     ap.add_argument("--per-case", dest="per_case", help="also write the per-case table here (CSV)")
     args = ap.parse_args(argv)
+    for flag, value in (("--out", args.out), ("--per-case", args.per_case)):
+        if value and Path(value).is_dir():
+            print(f"echo-epmq: {flag} {value} is a folder; give a file name (e.g. {Path(value) / 'summary.csv'})",
+                  file=sys.stderr)
+            return 2
     try:
         scored = score_folders(args.dir, constants=args.constants)
     except (FileNotFoundError, ValueError) as err:
@@ -34,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     per_case, summary, skipped = scored.per_case, scored.summary, scored.skipped
     for s in skipped:
         print(f"echo-epmq: skipped {s.path}: {s.reason}", file=sys.stderr)
+    for note in (n for rep in scored.replays for n in rep.run.notes):
+        print(f"echo-epmq: note: {note}", file=sys.stderr)
     if summary.empty:
         print(f"echo-epmq: no readable result files under {args.dir}", file=sys.stderr)
         return 2

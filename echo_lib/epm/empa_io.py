@@ -16,7 +16,7 @@ from pathlib import Path
 from echo_lib.epm import physics
 from echo_lib.epm.engine import Replay
 from echo_lib.epm.iedr import INDICATORS
-from echo_lib.epm.mdep import Rubric
+from echo_lib.epm.mdep import Rubric, invalid_levels
 from echo_lib.epm.trajectory import CaseRun
 from echo_lib.provenance import write_json
 
@@ -36,6 +36,8 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ResultFileError(f"{path}: not a readable JSON file ({err})") from None
+    except RecursionError:
+        raise ResultFileError(f"{path}: not a readable JSON file (nested too deeply)") from None
 
     def need(obj, key, where):
         if not isinstance(obj, dict) or key not in obj:
@@ -57,7 +59,7 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
     if not isinstance(trajectory, list) or not trajectory:
         raise ResultFileError(f"{path}: field 'epj.trajectory' must be a non-empty list (point 0 is P0)")
     evaluated = trajectory[1:]
-    turns, rubrics, failed, details = [], [], [], []
+    turns, rubrics, failed, details, notes = [], [], [], [], []
     for i, point in enumerate(evaluated, start=1):
         turn = need(point, "turn", f"epj.trajectory[{i}].")
         if isinstance(turn, bool) or not isinstance(turn, int):
@@ -67,7 +69,18 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
         rubrics.append(Rubric.from_judge(judged if isinstance(judged, dict) else None))
         failed.append(not isinstance(judged, dict))
         details.append(judged if isinstance(judged, dict) else None)
+        # scored 0 like the published engine (METHOD 6.9.4), but said, not silent
+        notes += [f"{path}: field 'epj.trajectory[{i}].mdep_analysis.{key}' is {value!r}, no level of the "
+                  "rubric; scored 0" for key, value in invalid_levels(details[-1]).items()]
+    for note in notes:
+        log.warning(note)
     total_turns = data.get("total_turns", turns[-1] if turns else 0)
+    if isinstance(total_turns, bool) or not isinstance(total_turns, int) or total_turns < 0:
+        raise ResultFileError(f"{path}: field 'total_turns' is {total_turns!r}; allowed: a whole number of "
+                              "turns >= 0 (or leave the key out: the last evaluated turn)")
+    case_id = data.get("script_id") or path.name.replace("_result.json", "")
+    if not isinstance(case_id, str):
+        raise ResultFileError(f"{path}: field 'script_id' is {case_id!r}; allowed: text such as 'script_003'")
     stored = {
         "E_total_final": (epj.get("epm_params") or {}).get("E_total_final"),
         "P_0": epj.get("P_0_initial_deficit"),
@@ -77,14 +90,14 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
     }
     try:
         return CaseRun(
-            case_id=data.get("script_id") or path.name.replace("_result.json", ""),
+            case_id=case_id,
             model=model or path.parent.name, iedr=iedr, rubrics=rubrics, eval_turns=turns,
             total_turns=int(total_turns), termination_reason=data.get("termination_reason") or "",
             judge_failed=failed, stored=stored, history=data.get("history") or [],
             scenario=data.get("scenario") or {}, judge_details=details, iedr_details=iedr_details,
             roles={k: data[k] for k in ("test_model_name", "actor_model", "judger_model", "director_model")
                    if k in data},
-            source=str(path))
+            source=str(path), notes=notes)
     except ValueError as err:
         raise ResultFileError(str(err)) from None
 
@@ -97,15 +110,25 @@ class Skipped:
 
 def read_model_dir(folder: str | Path, model: str | None = None) -> tuple[list[CaseRun], list[Skipped]]:
     """All result files of one model's folder, sorted by name. A malformed file is logged by name and
-    skipped; the others still count."""
+    skipped; the others still count. A second file of a case already read (same script_id, e.g. a
+    renamed copy) is skipped too: a case counts once."""
     folder = Path(folder)
-    runs, skipped = [], []
+    runs, skipped, first = [], [], {}
     for path in sorted(folder.glob(RESULT_GLOB)):
         try:
-            runs.append(read_result(path, model or folder.name))
+            run = read_result(path, model or folder.name)
         except ResultFileError as err:
             log.warning("skipping %s", err)
             skipped.append(Skipped(path, str(err)))
+            continue
+        if run.case_id in first:
+            reason = (f"{path}: field 'script_id' is {run.case_id!r}, the case of {first[run.case_id].name} "
+                      "already read; remove one of the two files")
+            log.warning("skipping %s", reason)
+            skipped.append(Skipped(path, reason))
+            continue
+        first[run.case_id] = path
+        runs.append(run)
     return runs, skipped
 
 

@@ -36,6 +36,14 @@ def _level(value: object, field: str) -> int:
     return int(value)
 
 
+def invalid_levels(judged: Mapping[str, object] | None) -> dict[str, object]:
+    """The exact-name level keys whose value is no level of the rubric (scored 0 by from_judge, as the
+    published engine did); a reader reports them rather than scoring them 0 in silence."""
+    judged = judged or {}
+    return {f"{f}_level": judged[f"{f}_level"] for f in FIELDS
+            if f"{f}_level" in judged and _level(judged[f"{f}_level"], f) != judged[f"{f}_level"]}
+
+
 @dataclass(frozen=True)
 class Rubric:
     """The six MDEP levels of one evaluation window."""

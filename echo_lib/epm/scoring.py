@@ -2,6 +2,7 @@
 Shared by the `echo-epmq` command and the EPM analysis notebook."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,10 +47,24 @@ def score_folders(roots: list[str | Path] | str | Path, params: EPMParams = EPMP
     for folder in folders:
         runs, bad = read_model_dir(folder)
         skipped += bad
+        named = stage_04_cases(folder)
+        if named is not None:   # our sandbox's folder: only the cases its run named (its manifest)
+            skipped += [Skipped(Path(r.source), f"{r.source}: case {r.case_id!r} is not in {folder / 'summary.json'} "
+                                "(a case of an earlier config); not scored") for r in runs if r.case_id not in named]
+            runs = [r for r in runs if r.case_id in named]
         replays += [replay(run, params) for run in runs]
     constants = constants or params.constants
     per_case = per_case_table(replays, constants)
     return Scored(replays, per_case, summary_table(per_case, constants), skipped)
+
+
+def stage_04_cases(folder: Path) -> set[str] | None:
+    """The case ids of the summary.json stage 04 wrote in `folder` (None: no such file, e.g. EMPA's runs)."""
+    try:
+        data = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        return {c["case_id"] for c in data["cases"]} if isinstance(data, dict) and "model" in data else None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
 
 
 def resolve_result_dirs(result_dirs: list[str | Path], published: Path | None) -> list[Path]:

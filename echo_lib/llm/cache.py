@@ -2,19 +2,28 @@
 
 One JSON file per call, named by the sha256 of everything that decides the answer (backend, model
 fingerprint, adapter, operation, settings, messages, options, seed). Writes go to a temporary file
-in the same folder and are renamed into place, so a reader (or a second process writing the same
-entry) never sees half a file and a killed run leaves at most a stray *.tmp. An entry that does not
-parse, or whose stored key does not match its name, counts as a miss and is overwritten.
+in the same folder and are linked into place, so a reader never sees half a file. Of two processes
+writing the same entry the first one wins and the second keeps (and returns) the stored answer, so
+whatever was replayed once stays the answer. A killed run leaves at most a stray *.tmp, which a later
+write into that folder removes once it is an hour old. An entry that does not parse, has the wrong
+shape, or whose stored key does not match its name, counts as a miss and is overwritten; a folder where
+an entry belongs is a miss that is named and left alone (the answer is then not cached).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from echo_lib.llm.types import stable_hash
+from echo_lib.provenance import umask_mode
+
+log = logging.getLogger(__name__)
+STRAY_TMP_S = 3600   # a *.tmp older than this is a killed writer's, not a live one's
 
 
 class CallCache:
@@ -33,29 +42,65 @@ class CallCache:
     def get(self, key: str) -> Any | None:
         if not self.enabled:
             return None
-        path = self._path(key)
         try:
-            entry = json.loads(path.read_text())
-            if entry["key"] != key:
-                raise ValueError("key mismatch")
-            return entry["result"]
+            return self._read(key)
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        except IsADirectoryError:
+            log.warning("call cache: %s is a folder, not an entry; the call is recomputed", self._path(key))
+            self.corrupt += 1
+            return None
+        except (ValueError, RecursionError, OSError):   # truncated, foreign, too deep, unreadable
             self.corrupt += 1
             return None
 
-    def put(self, key: str, material: dict, result: Any) -> None:
+    def _read(self, key: str) -> dict:
+        entry = json.loads(self._path(key).read_text(encoding="utf-8"))
+        if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("result"), dict):
+            raise ValueError("not an entry of this key")
+        return entry["result"]
+
+    def discard(self, key: str) -> None:
+        """Count an entry whose result has the wrong fields (the caller found it) and drop it."""
+        self.corrupt += 1
+        path = self._path(key)
+        if path.is_file():
+            path.unlink(missing_ok=True)
+
+    def put(self, key: str, material: dict, result: Any) -> Any | None:
+        """Store `result`; returns the answer another writer stored first, if one did (use that one)."""
         if not self.enabled:
-            return
+            return None
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            log.warning("call cache: %s is a folder, not an entry; the answer is not cached", path)
+            return None
+        self._remove_stray_tmp(path.parent)
         data = json.dumps({"key": key, "request": material, "result": result}, ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:8]}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w") as f:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(data)
-            os.replace(tmp, path)  # atomic on POSIX; the last of two identical writers wins
-        except BaseException:
+            # mkstemp makes 0600; an entry holds chats and answers, never a key, so it is shared like results
+            os.chmod(tmp, umask_mode())
+            try:
+                os.link(tmp, path)       # atomic, and fails if the entry exists: the first writer wins
+            except FileExistsError:
+                try:
+                    return self._read(key)
+                except (ValueError, RecursionError, OSError):   # what is there is broken: replace it
+                    os.replace(tmp, path)
+        finally:
             Path(tmp).unlink(missing_ok=True)
-            raise
+        return None
+
+    @staticmethod
+    def _remove_stray_tmp(folder: Path) -> None:
+        cutoff = time.time() - STRAY_TMP_S
+        for tmp in folder.glob(".*.tmp"):
+            try:
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+            except FileNotFoundError:   # its writer finished meanwhile
+                pass

@@ -7,13 +7,13 @@ A backend only answers misses: it yields (index, result) pairs in any order.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from echo_lib.llm.cache import CallCache
 from echo_lib.llm.provenance import ProvenanceLog
+from echo_lib.llm.secrets import env_secrets, redact
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.types import (Chat, Choice, Completion, LLMError, Sampling, ToolCall, Usage, check_chats,
                                 normalise_tools)
@@ -84,11 +84,14 @@ class LLM:
         usage = Usage(requests=len(keys))
         todo: dict[str, list[int]] = {}  # key -> positions asking for it (identical requests run once)
         for i, k in enumerate(keys):
-            hit = self.cache.get(k)
+            stored = self.cache.get(k)
+            hit = _as(result_type, stored)
             if hit is not None:
-                results[i] = result_type(**hit)
+                results[i] = hit
                 usage.cache_hits += 1
             else:
+                if stored is not None:   # an entry of this key, but not the fields of a result_type
+                    self.cache.discard(k)
                 todo.setdefault(k, []).append(i)
         error = None
         try:
@@ -97,13 +100,17 @@ class LLM:
                 with _progress(len(first), f"{self.name} {op}", self.settings.progress) as bar:
                     for j, result in compute(first, usage):
                         k = keys[first[j]]
-                        self.cache.put(k, {**identity, **materials[first[j]]}, asdict(result))
+                        # another process that wrote this entry first decides the answer (replay = run)
+                        earlier = _as(result_type, self.cache.put(k, {**identity, **materials[first[j]]},
+                                                                  asdict(result)))
+                        result = earlier if earlier is not None else result
                         for i in todo[k]:
                             results[i] = result
                         bar.update(1)
             return results
         except BaseException as err:  # recorded below (the calls finished so far are cached), then raised
-            error = f"{type(err).__name__}: {_redact(str(err))[:300]}"
+            # the backend redacts its own errors; the key it names is removed here as well (any error type)
+            error = f"{type(err).__name__}: {_redact(str(err), self.backend.describe())[:300]}"
             raise
         finally:
             self.model_calls += usage.model_calls
@@ -118,9 +125,19 @@ class LLM:
         return self.provenance.records[-1] if self.provenance.records else None
 
 
-def _redact(text: str) -> str:
-    """Servers quote (part of) a rejected API key in their error text; keep anything key-like out of records."""
-    return re.sub(r"(sk|key|token|bearer)[-_ :=]*[A-Za-z0-9*._-]{6,}", r"\1-<redacted>", text, flags=re.I)
+def _as(result_type: type, fields: dict | None) -> Any | None:
+    """A cached answer as `result_type`; None when absent or of another shape (then it is recomputed)."""
+    if fields is None:
+        return None
+    try:
+        return result_type(**fields)
+    except TypeError:
+        return None
+
+
+def _redact(text: str, described: dict | None = None) -> str:
+    """Servers quote (part of) a rejected API key in their error text; keep it out of records."""
+    return redact(text, env_secrets((described or {}).get("api_key_env")))
 
 
 def _progress(total: int, desc: str, enabled: bool):

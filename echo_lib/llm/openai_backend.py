@@ -3,7 +3,9 @@
 Requests go through the official `openai` client, at most `concurrency` at a time from a thread pool,
 each retried with exponential back-off (plus jitter) on 429, 5xx, timeouts and refused connections.
 The API key is read from the environment variable the config names and handed to the client only;
-it is never part of a cache key, a provenance record or a log line.
+it is never part of a cache key, a provenance record or a log line. Every error of the client leaves
+this module as an LLMError whose text has the key and any Authorization header removed (secrets.py),
+without the client's exception chained to it (that one still holds the request and its headers).
 
 Servers differ in what they honour. Each feature a call relies on is checked in the answer:
   - choose needs `logprobs`/`top_logprobs`; a reply without them raises FeatureUnsupported (or, if the
@@ -22,6 +24,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any, Callable, Iterator, Sequence
 
+from echo_lib.llm.secrets import redact
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.types import Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage
 
@@ -89,6 +92,7 @@ class OpenAIBackend:
                  settings: LLMSettings = LLMSettings()):
         self.name, self.model, self.base_url, self.api_key_env, self.settings = name, model, base_url, api_key_env, settings
         self._client = None
+        self._key: str | None = None
         self._lock = threading.Lock()
 
     def identity(self) -> dict:
@@ -109,6 +113,7 @@ class OpenAIBackend:
                     raise LLMError(f"model {self.name!r}: environment variable {self.api_key_env} is not set; "
                                    f"export it with the API key for {self.base_url}")
             # our own retry loop (below) waits long enough to ride out a server restart
+            self._key = key   # only to remove it from error texts (_error)
             self._client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0,
                                          timeout=self.settings.timeout_s)
         return self._client
@@ -123,9 +128,9 @@ class OpenAIBackend:
             try:
                 response = self.client.chat.completions.create(**request)
                 break
-            except retryable:
+            except retryable as err:
                 if attempt == self.settings.max_retries:
-                    raise
+                    raise self._error(f"gave up after {attempt + 1} tries", err) from None
                 with self._lock:
                     usage.retries += 1
                 wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2 ** attempt)
@@ -134,13 +139,20 @@ class OpenAIBackend:
                 raise LLMError(f"model {self.name!r}: {self.base_url} refused the API key from "
                                f"${self.api_key_env} (401)") from None
             except openai.BadRequestError as err:
-                raise LLMError(f"model {self.name!r} at {self.base_url} rejected the request: {err}") from None
+                raise self._error("rejected the request", err) from None
+            except openai.OpenAIError as err:   # 403, 404, ...: the server's text may quote the key
+                raise self._error("failed", err) from None
         with self._lock:
             usage.model_calls += 1
             if response.usage is not None:
                 usage.prompt_tokens += response.usage.prompt_tokens or 0
                 usage.completion_tokens += response.usage.completion_tokens or 0
         return response
+
+    def _error(self, what: str, err: Exception) -> LLMError:
+        """An LLMError for a client error, its text without the key this backend sent."""
+        text = redact(f"{type(err).__name__}: {err}", [self._key])
+        return LLMError(f"model {self.name!r} at {self.base_url} {what}: {text}")
 
     def _map(self, n: int, one: Callable[[int], Any]) -> Iterator[tuple[int, Any]]:
         """Run one(i) for i < n with bounded concurrency; yield results as they complete."""
@@ -167,7 +179,7 @@ class OpenAIBackend:
             if samplings[i].json_mode:
                 try:
                     json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise FeatureUnsupported(
                         f"model {self.name!r} at {self.base_url} ignored JSON mode (response_format): its reply "
                         f"does not parse as JSON: {text[:80]!r}. Use a server with JSON mode (vLLM, OpenAI).") from None
@@ -217,7 +229,10 @@ class OpenAIBackend:
             fn = calls[0].function
             try:
                 args = json.loads(fn.arguments or "{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise LLMError(f"model {self.name!r}: tool call arguments are not JSON: {fn.arguments[:80]!r}") from None
+            if not isinstance(args, dict):   # the tool schema asks for an object of named arguments
+                raise LLMError(f"model {self.name!r}: the arguments of its call to {fn.name!r} are "
+                               f"{type(args).__name__} {fn.arguments[:80]!r}, not a JSON object")
             return ToolCall(name=fn.name, arguments=args)
         return self._map(len(chats), one)

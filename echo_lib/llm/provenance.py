@@ -40,7 +40,7 @@ class ProvenanceLog:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             line = (json.dumps(rec, ensure_ascii=False) + "\n").encode()
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)   # as the umask allows
             try:
                 os.write(fd, line)
             finally:

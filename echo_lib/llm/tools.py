@@ -69,6 +69,6 @@ def parse_arg(text: str, schema: dict) -> Any:
             return float(text.split()[0])
         if kind in ("object", "array"):
             return json.loads(text)
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
     return text

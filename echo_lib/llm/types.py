@@ -145,6 +145,8 @@ def json_object(text: str) -> dict:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"not JSON ({err})") from None
+    except RecursionError:   # e.g. 1,000 nested brackets: json gives up, and so does the caller's check
+        raise ValueError("JSON nested too deeply to be an answer") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     return data

@@ -13,10 +13,13 @@ companion turns) plus a short profile of the user. Before any judge reads it:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 MASK = "[name]"
 ROLES = {"actor": "User", "test_model": "Companion"}
@@ -128,7 +131,7 @@ def read_transcript(path: str | Path, model: str, blind: Blinder) -> Transcript:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise ValueError(f"{path}: not a readable result file ({err})") from None
     history = data.get("history")
     if not isinstance(history, list):
@@ -142,12 +145,22 @@ def read_transcript(path: str | Path, model: str, blind: Blinder) -> Transcript:
 
 
 def read_model_transcripts(folder: str | Path, model: str, blind: Blinder, limit: int = 0) -> list[Transcript]:
-    """The finished cases of one model's sandbox folder, sorted by case id (the first `limit` if > 0)."""
+    """The finished cases of one model's sandbox folder, sorted by case id (the first `limit` if > 0);
+    only the cases stage 04's summary.json names (files of an earlier config's cases are left out, said)."""
+    from echo_lib.epm.scoring import stage_04_cases
+
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no sandbox results for model {model!r}; run stage 04 first "
                                 f"(snakemake {folder}/summary.json) or remove {model!r} from sandbox.models")
     paths = sorted(folder.glob("*_result.json"))
+    named = stage_04_cases(folder)
+    if named is not None:
+        others = [p.name for p in paths if p.name.removesuffix("_result.json") not in named]
+        if others:
+            log.warning("%s: not rated, not in its summary.json (cases of an earlier config): %s", folder,
+                        ", ".join(others))
+        paths = [p for p in paths if p.name.removesuffix("_result.json") in named]
     if limit:
         paths = paths[:limit]
     return [read_transcript(p, model, blind) for p in paths]

@@ -8,8 +8,8 @@ result files) -> run (stage 04 for one model) -> figures.
 from echo_lib.sandbox.loop import DIRECTOR_END, EPM_FAILURE, MAX_TURNS, SUCCESS, CaseState, Players, play
 from echo_lib.sandbox.params import DirectorParams, JudgeParams, ReplySampling, SandboxRunParams
 from echo_lib.sandbox.results import summary_rows
-from echo_lib.sandbox.run import SandboxReport, model_dir, run_sandbox
+from echo_lib.sandbox.run import SandboxFailed, SandboxReport, model_dir, run_sandbox
 
 __all__ = ["CaseState", "DIRECTOR_END", "DirectorParams", "EPM_FAILURE", "JudgeParams", "MAX_TURNS", "Players",
-           "ReplySampling", "SUCCESS", "SandboxReport", "SandboxRunParams", "model_dir", "play", "run_sandbox",
+           "ReplySampling", "SUCCESS", "SandboxFailed", "SandboxReport", "SandboxRunParams", "model_dir", "play", "run_sandbox",
            "summary_rows"]

@@ -173,8 +173,11 @@ def apply(call: ToolCall, sc: Scenario, story: StoryState, epm: EPM, turn: int) 
     """Carry out one call: update the released story and write the Actor's guidance."""
     args = call.arguments or {}
     name = call.name if call.name in NAMES else "observe_and_wait"
-    advice = str(args.get("actor_guidance") or "").strip()
     log = {"turn": turn, "function": name, "arguments": args}
+    if not isinstance(args, dict):   # a list or text where named arguments belong: the defaults, said
+        log["arguments_error"] = f"arguments are {type(args).__name__}, not an object; defaults used"
+        args = {}
+    advice = str(args.get("actor_guidance") or "").strip()
     if call.probs:
         log["probs"] = {k: round(v, 4) for k, v in call.probs.items()}
     joined = lambda *parts: " ".join(p for p in parts if p)  # noqa: E731

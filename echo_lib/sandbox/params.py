@@ -59,9 +59,14 @@ class SandboxRunParams:
     actor: ReplySampling = field(default_factory=lambda: ReplySampling(top_p=0.95))  # published max 2,500
     judge: JudgeParams = field(default_factory=JudgeParams)
     director: DirectorParams = field(default_factory=DirectorParams)
+    # stage 04 fails (after writing what it has) when more than this share of the cases failed, or all of
+    # them: an auth error or a missing server feature is a failed stage, not 30 "finished" errors. 1 = never.
+    max_failed_fraction: float = 0.2
 
     def __post_init__(self) -> None:
         problems = []
+        if not 0 <= self.max_failed_fraction <= 1:
+            problems.append(f"max_failed_fraction={self.max_failed_fraction!r} (allowed: 0..1)")
         for name in ("max_turns", "min_turns"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):

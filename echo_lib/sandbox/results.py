@@ -23,6 +23,7 @@ from echo_lib.epm.engine import replay
 from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
+from echo_lib.llm.types import stable_hash
 from echo_lib.provenance import write_json
 from echo_lib.sandbox.loop import CaseState
 from echo_lib.sandbox.params import SandboxRunParams
@@ -42,12 +43,35 @@ class RunMeta:
     seed: int
     judge_mode: str
     config_hash: str = ""
+    # what the names above do not pin down: each model's identity as its backend reports it (checkpoint
+    # and adapter fingerprints for hf models) and the code that writes the roles' prompts (code_fingerprint)
+    fingerprints: dict = dataclasses.field(default_factory=dict)
 
     def block(self) -> dict:
-        return {"parameters": {"sandbox_run": dataclasses.asdict(self.params), "epm": dataclasses.asdict(self.epm)},
+        run = dataclasses.asdict(self.params)
+        run.pop("max_failed_fraction")   # when the stage gives up, not how a dialogue is made
+        return {"parameters": {"sandbox_run": run, "epm": dataclasses.asdict(self.epm)},
                 "models": self.models, "seeds": {"run": self.seed, "actor": self.seed, "test_model": self.seed,
                                                  "judge": self.seed},
-                "judge_mode": self.judge_mode, "config_hash": self.config_hash}
+                "judge_mode": self.judge_mode, "config_hash": self.config_hash, "fingerprints": dict(self.fingerprints)}
+
+
+# the modules whose text decides what the roles are asked and how a dialogue goes
+PROMPT_MODULES = ("actor", "batch", "dialogue", "director", "judge", "loop", "test_model")
+
+
+def code_fingerprint() -> str:
+    here = Path(__file__).parent
+    return stable_hash([(m, (here / f"{m}.py").read_text(encoding="utf-8")) for m in PROMPT_MODULES], 16)
+
+
+def scenario_fingerprint(scenario) -> str:
+    """The case's content (not where its file lies): an edited scenario is played again."""
+    return stable_hash({k: v for k, v in dataclasses.asdict(scenario).items() if k != "source"}, 16)
+
+
+def case_fingerprints(meta: RunMeta, scenario) -> dict:
+    return {**meta.fingerprints, "scenario": scenario_fingerprint(scenario)}
 
 
 def result_path(out_dir: str | Path, case_id: str) -> Path:
@@ -58,23 +82,27 @@ def error_path(out_dir: str | Path, case_id: str) -> Path:
     return Path(out_dir) / f"{case_id}{ERROR}"
 
 
-def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None) -> bool:
-    """A result file exists (and, given `meta`, was made with the same parameters and models: a file from
-    other settings is played again rather than mixed into this run)."""
+def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None, scenario=None) -> bool:
+    """A result file exists (and, given `meta`, was made with the same parameters, models, seeds and
+    fingerprints: same weights and adapters by content, same prompt code and, given `scenario`, the same
+    case content. A file from anything else is played again rather than mixed into this run)."""
     path = result_path(out_dir, case_id)
     if not path.is_file():
         return False
     if meta is None:
         return True
     try:
-        stored = json.loads(path.read_text(encoding="utf-8")).get("sandbox", {})
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        stored = data.get("sandbox", {}) if isinstance(data, dict) else {}
+    except (OSError, ValueError, RecursionError):   # unreadable, not JSON, too deep: played again
         return False
     now = json.loads(json.dumps(meta.block()))      # as it would be stored (tuples -> lists)
-    same = all(stored.get(k) == now[k] for k in ("parameters", "models", "seeds"))
-    if not same:
-        log.warning("%s was made with other sandbox parameters, models or seeds; playing it again", path)
-    return same
+    if scenario is not None:
+        now["fingerprints"] = case_fingerprints(meta, scenario)
+    differ = [k for k in ("parameters", "models", "seeds", "fingerprints") if stored.get(k) != now[k]]
+    if differ:
+        log.warning("%s was made with other %s; playing it again", path, " / ".join(differ))
+    return not differ
 
 
 def _now() -> str:
@@ -124,6 +152,7 @@ def write_case(c: CaseState, out_dir: str | Path, meta: RunMeta) -> Path:
         "director_log": c.director_log,
         "released": {"stages": c.story.stages, "memories": c.story.memories},
         **meta.block(),
+        "fingerprints": case_fingerprints(meta, c.scenario),
     }
     if data["sandbox"]["judge_failure_rate"] > 0.05:   # METHOD 9 row 18: rerun a case above 5%
         log.warning("%s: the judge failed on %d of %d evaluations (scored 0); consider rerunning this case",
@@ -143,11 +172,24 @@ def write_error(out_dir: str | Path, case_id: str, meta: RunMeta, stage: str, tu
 
 # ---- reading a run back ----------------------------------------------------------------------------
 
-def summary_rows(out_dir: str | Path) -> list[dict]:
-    """One row per case of a model's folder: finished cases (from their result files) and failures."""
+def case_files(out_dir: str | Path, case_ids=None) -> tuple[list[Path], list[Path]]:
+    """(result and error files of the cases `case_ids` names, those of other cases). A folder keeps the
+    files of cases an earlier config played; a run counts only its own (None: every file)."""
+    files = sorted([*Path(out_dir).glob(f"*{RESULT}"), *Path(out_dir).glob(f"*{ERROR}")])
+    if case_ids is None:
+        return files, []
+    ids = set(case_ids)
+    case_of = lambda p: p.name.removesuffix(RESULT).removesuffix(ERROR)   # noqa: E731
+    return [p for p in files if case_of(p) in ids], [p for p in files if case_of(p) not in ids]
+
+
+def summary_rows(out_dir: str | Path, case_ids=None) -> list[dict]:
+    """One row per case of a model's folder: finished cases (from their result files) and failures;
+    with `case_ids`, only those cases."""
     out_dir = Path(out_dir)
+    mine, _ = case_files(out_dir, case_ids)
     rows = []
-    for path in sorted(out_dir.glob(f"*{RESULT}")):
+    for path in (p for p in mine if p.name.endswith(RESULT)):
         data = json.loads(path.read_text(encoding="utf-8"))
         run = read_result(path)
         rep = replay(run, EPMParams(**data["sandbox"]["parameters"]["epm"])) if "sandbox" in data else replay(run)
@@ -157,7 +199,7 @@ def summary_rows(out_dir: str | Path) -> list[dict]:
                      "P0": tuple(int(x) for x in rep.P0), "P_final": rep.final_P,
                      "r_final": round(physics.norm(rep.final_P), 2), "judge_failures": sb.get("judge_failures", 0),
                      "reason": run.termination_reason})
-    for path in sorted(out_dir.glob(f"*{ERROR}")):
+    for path in (p for p in mine if p.name.endswith(ERROR)):
         data = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"case_id": data["script_id"], "status": "error", "termination": "", "turns": data.get("turn", 0),
                      "E_total": None, "P0": None, "P_final": None, "r_final": None, "judge_failures": None,
@@ -165,12 +207,17 @@ def summary_rows(out_dir: str | Path) -> list[dict]:
     return sorted(rows, key=lambda r: r["case_id"])
 
 
-def write_summary(out_dir: str | Path, model: str) -> Path:
-    """summary.json of a model's folder (the DAG's output of stage 04)."""
-    rows = summary_rows(out_dir)
+def write_summary(out_dir: str | Path, model: str, case_ids=None) -> Path:
+    """summary.json of a model's folder (the DAG's output of stage 04): the cases `case_ids` names (the
+    run's manifest, which stage 05 follows); files of other cases are listed as not counted."""
+    rows = summary_rows(out_dir, case_ids)
+    _, others = case_files(out_dir, case_ids)
+    if others:
+        log.warning("%s: %d file(s) of cases this config does not name, not counted: %s", out_dir, len(others),
+                    ", ".join(p.name for p in others))
     counts = {}
     for r in rows:
         key = r["termination"] or r["status"]
         counts[key] = counts.get(key, 0) + 1
     return write_json(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
-                                                   "timestamp": _now()})
+                                                   "not_counted": [p.name for p in others], "timestamp": _now()})

@@ -5,7 +5,9 @@
 
 Cases with a result file are skipped (a rerun finishes only the missing ones; the model layer's cache
 answers the calls a killed run already made). Invalid scenario files are recorded as errors, named by
-file and field, and the other cases run.
+file and field, and the other cases run. When more of the cases failed than sandbox_run's
+max_failed_fraction allows (or all of them), the stage raises SandboxFailed with the first error, after
+writing every file: a whole-run failure (a refused key, a server without tool calls) is not a result.
 """
 from __future__ import annotations
 
@@ -17,10 +19,15 @@ from pathlib import Path
 from echo_lib.sandbox.actor import Actor
 from echo_lib.sandbox.judge import Judge
 from echo_lib.sandbox.loop import CaseState, Players, play
-from echo_lib.sandbox.results import RunMeta, finished, summary_rows, write_case, write_error, write_summary
+from echo_lib.sandbox.results import (RunMeta, code_fingerprint, finished, summary_rows, write_case, write_error,
+                                      write_summary)
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
 
 log = logging.getLogger(__name__)
+
+
+class SandboxFailed(RuntimeError):
+    """Stage 04 for a model failed as a whole: too many of its cases could not be played."""
 
 
 @dataclass
@@ -30,7 +37,7 @@ class SandboxReport:
     skipped: list[str]          # case ids that already had a result file
     invalid: list[str]          # case ids whose scenario file could not be used
     seconds: float
-    rows: list[dict]            # summary_rows of the whole folder
+    rows: list[dict]            # summary_rows of the cases this config names
 
     def table(self):
         import pandas as pd
@@ -71,19 +78,33 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     players = Players(actor=Actor(llm(cfg.roles.actor), p.actor, seed=cfg.seed),
                       test=TestModel(llm(model), p.test_model, seed=cfg.seed), judge=judge,
                       director=llm(cfg.roles.director), companion_prompt=p.companion_prompt or DEFAULT_COMPANION_PROMPT)
+    identities = {n: llm(n).backend.identity() for n in specs}   # hf: checkpoint + adapter fingerprints
     meta = RunMeta(model=model, roles=names, models=specs, params=p, epm=epm, seed=cfg.seed, judge_mode=judge.mode,
-                   config_hash=cfg.hash)
+                   config_hash=cfg.hash, fingerprints={"models": identities, "code": code_fingerprint()})
 
     selection = select_cases(cfg)
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
         write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
-    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta)]
+    skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta, sc)]
     todo = [sc for sc in selection.scenarios if sc.id not in skipped]
     if skipped:
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
     show = cfg.llm.progress if progress is None else progress
     cases = play(todo, players, p, epm, on_end=lambda c: write_case(c, out, meta), progress=show) if todo else []
-    write_summary(out, model)
+    named = [sc.id for sc in selection.scenarios] + [b.case_id for b in selection.invalid]
+    write_summary(out, model, named)
+    failed = [(b.case_id, f"scenario: {b.error}") for b in selection.invalid]
+    failed += [(c.scenario.id, f"{c.error.stage}: {c.error.reason}") for c in cases if c.error is not None]
+    check_failure_budget(model, failed, len(selection.scenarios) + len(selection.invalid), p.max_failed_fraction)
     return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
-                         seconds=time.perf_counter() - start, rows=summary_rows(out))
+                         seconds=time.perf_counter() - start, rows=summary_rows(out, named))
+
+
+def check_failure_budget(model: str, failed: list[tuple[str, str]], total: int, budget: float) -> None:
+    """Raise SandboxFailed when more than `budget` of the `total` cases failed, or all of them (budget < 1)."""
+    if not failed or budget >= 1 or (len(failed) / total <= budget and len(failed) < total):
+        return
+    case_id, reason = failed[0]
+    raise SandboxFailed(f"stage 04 for model {model!r}: {len(failed)} of {total} cases failed, more than "
+                        f"sandbox_run.max_failed_fraction = {budget:g} allows; the first, {case_id}: {reason}")

@@ -150,6 +150,9 @@ def import_case(empa_dir: str | Path, case_id: str, stories: dict[str, dict] | N
     md = empa_dir / "cases" / f"{case_id}.md"
     try:
         text = md.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:   # a ValueError: it used to stop every case of stage 04
+        raise ScenarioError(str(md), "(file)", f"is not UTF-8 text (byte {err.start}: {err.reason})",
+                            "save the file as UTF-8 (EMPA's files are)") from None
     except OSError as err:
         raise ScenarioError(str(md), "(file)", f"cannot be read ({err})", "check sandbox.empa_dir and the case id")
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from echo_lib import strict_yaml
 from echo_lib.paths import project_root
 from echo_lib.scenarios.schema import NEED_KEYS, STAGE_KINDS, Scenario, ScenarioError, scenario_from_dict
 
@@ -25,10 +26,17 @@ def load_own_file(path: str | Path) -> Scenario:
     """One own case, checked against the schema and the own set's house rules."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:   # a ValueError, not an OSError: it used to stop the whole stage
+        raise ScenarioError(str(path), "(file)", f"is not UTF-8 text (byte {err.start}: {err.reason})",
+                            "save the file as UTF-8") from None
+    except OSError as err:
+        raise ScenarioError(str(path), "(file)", f"cannot be read ({err})", "check the file") from None
+    try:
+        data = strict_yaml.safe_load(text)   # a key given twice is an error, not the last one silently
+    except yaml.YAMLError as err:
         raise ScenarioError(str(path), "(file)", f"cannot be read as YAML ({err})",
-                            "fix the YAML syntax (indentation, quotes around text with ': ')") from None
+                            "fix the YAML syntax (indentation, quotes around text with ': ', no key twice)") from None
     sc = scenario_from_dict(data, source=str(path), language="en")
     if sc.id != path.stem:
         raise ScenarioError(str(path), "id", f"is {sc.id!r} but the file is {path.name}",

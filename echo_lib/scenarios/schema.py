@@ -169,8 +169,18 @@ class _Reader:
             self.fail(f"{field}{key}", f"is {value!r}", f"use one of {', '.join(allowed)}")
         return value
 
-    def mapping(self, data: dict, key: str, field: str = "") -> dict:
-        return self.node(self.get(data, key, field), f"{field}{key}")
+    def mapping(self, data: dict, key: str, field: str = "", keys: tuple[str, ...] | None = None) -> dict:
+        """data[key] as a mapping; with `keys`, any other sub-field (a typo: persona.nmae) is an error."""
+        node = self.node(self.get(data, key, field), f"{field}{key}")
+        if keys is not None:
+            self.only(node, f"{field}{key}.", keys)
+        return node
+
+    def only(self, node: dict, field: str, keys: tuple[str, ...]) -> None:
+        unknown = sorted(map(str, set(node) - set(keys)))
+        if unknown:
+            self.fail(f"{field}{unknown[0]}", "is not a scenario field",
+                      f"remove it or fix its spelling (allowed here: {', '.join(keys)})")
 
 
 def scenario_from_dict(data: Any, source: str, language: str = "en",
@@ -185,7 +195,7 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
         r.fail(unknown[0], "is not a scenario field", "remove it or fix its spelling")
 
     case_id = r.text(d, "id")
-    p = r.mapping(d, "persona")
+    p = r.mapping(d, "persona", keys=("name", "gender", "age", "social_persona", "inner_core"))
     age = r.get(p, "age", "persona.")
     if not isinstance(age, int) or isinstance(age, bool) or not 10 <= age <= 100:
         r.fail("persona.age", f"is {age!r}", "write the age in years as a whole number (10-100)")
@@ -193,40 +203,42 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
                       social_persona=r.text(p, "social_persona", "persona."),
                       inner_core=r.text(p, "inner_core", "persona."))
 
-    t = r.mapping(d, "threshold")
+    t = r.mapping(d, "threshold", keys=("level", "description"))
     threshold = Threshold(level=r.choice(t, "level", "threshold.", LEVELS),
                           description=r.text(t, "description", "threshold."))
 
-    n = r.mapping(d, "needs")
+    n = r.mapping(d, "needs", keys=("vent", "hoped_for", "constraints"))
     needs = Needs(vent=r.text(n, "vent", "needs."), hoped_for=r.text(n, "hoped_for", "needs."),
                   constraints=r.text(n, "constraints", "needs."))
 
-    pr = r.mapping(d, "priorities")
+    pr = r.mapping(d, "priorities", keys=tuple(NEED_KEYS))
     prio = {}
     for key in NEED_KEYS:
-        entry = r.mapping(pr, key, "priorities.")
+        entry = r.mapping(pr, key, "priorities.", keys=("level", "reason"))
         prio[key] = Priority(level=r.choice(entry, "level", f"priorities.{key}.", LEVELS),
                              reason=r.text(entry, "reason", f"priorities.{key}.", allow_empty=language != "en"))
     priorities = Priorities(**prio)
 
-    e = r.mapping(d, "experiences")
+    e = r.mapping(d, "experiences", keys=("childhood", "adolescence", "young_adulthood", "growth_arc"))
     experiences = Experiences(*(r.text(e, k, "experiences.")
                                 for k in ("childhood", "adolescence", "young_adulthood", "growth_arc")))
-    s = r.mapping(d, "situation")
+    s = r.mapping(d, "situation", keys=("current", "life_goal", "vision"))
     situation = Situation(*(r.text(s, k, "situation.") for k in ("current", "life_goal", "vision")))
 
-    st = r.mapping(d, "story")
+    st = r.mapping(d, "story", keys=("trigger", "stages", "outcome", "interlude"))
     raw_stages = r.get(st, "stages", "story.")
     if not isinstance(raw_stages, list) or len(raw_stages) != N_STAGES:
         r.fail("story.stages", f"has {len(raw_stages) if isinstance(raw_stages, list) else 'no list of'} stages",
                f"give exactly {N_STAGES} stages ({', '.join(STAGE_KINDS)}), each with title and content")
-    stages = tuple(Stage(title=r.text(r.node(x, f"story.stages[{i}]"), "title", f"story.stages[{i}]."),
+    for i, x in enumerate(raw_stages):
+        r.only(r.node(x, f"story.stages[{i}]"), f"story.stages[{i}].", ("title", "content"))
+    stages = tuple(Stage(title=r.text(x, "title", f"story.stages[{i}]."),
                          content=r.text(x, "content", f"story.stages[{i}]."))
                    for i, x in enumerate(raw_stages))
     story = Story(trigger=r.text(st, "trigger", "story."), stages=stages,
                   outcome=r.text(st, "outcome", "story."), interlude=r.text(st, "interlude", "story."))
 
-    lb = r.mapping(d, "labels")
+    lb = r.mapping(d, "labels", keys=("domain", "dominant_axis", "difficulty"))
     extra = (UNKNOWN,) if unknown_labels else ()
     labels = Labels(domain=r.choice(lb, "domain", "labels.", (*DOMAINS, *extra)),
                     dominant_axis=r.choice(lb, "dominant_axis", "labels.", (*AXES, *extra)),

@@ -1,0 +1,102 @@
+"""Issue 18, section 3: a server that answers 403 quoting the API key (and the Authorization header it
+got) leaves the key in no artifact: not the error the caller sees, nor <case>_error.json, summary.json,
+llm_provenance.jsonl or the log. The key has no sk-/key/token prefix, so only its actual value can
+find it."""
+from __future__ import annotations
+
+import json
+import logging
+import traceback
+
+import pytest
+from openai_stub import Stub
+from test_sandbox_fakes import ROLES, FakeBackend, config
+
+from echo_lib.config import load_config
+from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
+from echo_lib.llm.secrets import redact
+from echo_lib.sandbox import SandboxFailed, run_sandbox
+
+KEY = "echo0pass7f3a9cQzz"   # no key-like prefix: a pattern would miss it
+ENV = "ECHO_STUB_API_KEY"
+CHAT = [{"role": "system", "content": "You are kind."}, {"role": "user", "content": "hi"}]
+
+
+def refuse_echoing_the_key(body, headers):
+    auth = headers.get("Authorization", "")
+    return 403, {"error": {"message": f"project of key {auth[7:]} may not use {body['model']}; got "
+                                      f"Authorization: {auth}", "type": "permission_denied"}}
+
+
+def stub_model(stub: Stub) -> dict:
+    return {"backend": "openai", "source": "server", "id": "stub-model", "base_url": stub.base_url,
+            "api_key_env": ENV}
+
+
+def test_redact_removes_the_value_and_authorization_headers():
+    text = f"bad {KEY}; headers {{'Authorization': 'Bearer {KEY}'}} Authorization: Bearer other-secret-1"
+    out = redact(text, [KEY])
+    assert KEY not in out and "other-secret-1" not in out and out.count("<redacted>") == 3
+
+
+def test_a_403_quoting_the_key_leaves_it_out_of_the_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, KEY)
+    with Stub(refuse_echoing_the_key) as stub:
+        cfg = load_config({"results_dir": str(tmp_path / "results"), "models": {"base": stub_model(stub)},
+                           "llm": {"progress": False, "max_retries": 0}})
+        llm = load_llm(cfg, "base")
+        with pytest.raises(LLMError, match="PermissionDenied") as info:
+            llm.generate([CHAT], Sampling(max_new_tokens=2))
+    assert stub.requests, "the stub was asked"
+    shown = "".join(traceback.format_exception(info.value))
+    assert KEY not in shown and "<redacted>" in shown
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    records = "".join(p.read_text() for p in (tmp_path / "results").rglob("llm_provenance.jsonl"))
+    assert "PermissionDenied" in records and KEY not in records
+
+
+def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.DEBUG)   # the client's and httpx's debug logs too
+    monkeypatch.setenv(ENV, KEY)
+    with Stub(refuse_echoing_the_key) as stub:
+        cfg = config(tmp_path, max_turns=2, min_turns=1)
+        cfg["models"]["base"] = stub_model(stub)
+        cfg["llm"] |= {"max_retries": 0}
+        cfg["sandbox"] = {"case_ids": ["own_001"]}
+        llms = {r: make_llm(FakeBackend(r), LLMSettings(cache=False, provenance=False, progress=False),
+                            tmp_path / "cache", None) for r in ROLES if r != "base"}
+        with pytest.raises(SandboxFailed) as failed:   # the whole model failed: the stage fails (budget)
+            run_sandbox(load_config(cfg), "base", llms=llms)
+    assert "PermissionDenied" in str(failed.value) and KEY not in str(failed.value)
+    written = sorted(p for p in (tmp_path / "results").rglob("*") if p.is_file())
+    names = {p.name for p in written}
+    assert {"own_001_error.json", "summary.json", "llm_provenance.jsonl"} <= names, names
+    summary = json.loads(next(p for p in written if p.name == "summary.json").read_text())
+    assert [c["status"] for c in summary["cases"]] == ["error"]
+    error = next(p for p in written if p.name == "own_001_error.json").read_text()
+    assert "PermissionDenied" in error and "<redacted>" in error
+    for path in written:
+        assert KEY not in path.read_text(errors="replace"), path
+    assert KEY not in caplog.text
+
+
+@pytest.mark.parametrize("umask,mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
+def test_call_cache_and_provenance_follow_the_umask(tmp_path, umask, mode):
+    """Neither holds a key (above), so both are shared like every other result (cluster file systems)."""
+    import os
+    import stat
+
+    from echo_lib.llm.cache import CallCache
+    from echo_lib.llm.provenance import ProvenanceLog
+    from echo_lib.llm.types import Usage
+
+    old = os.umask(umask)
+    try:
+        cache = CallCache(tmp_path / "cache")
+        cache.put("ab" * 32, {"op": "x"}, {"text": "y"})
+        ProvenanceLog(tmp_path / "llm_provenance.jsonl").record(op="x", model={}, settings={}, usage=Usage(),
+                                                                 seconds=0.0)
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "cache" / "ab" / f"{'ab' * 32}.json", tmp_path / "llm_provenance.jsonl"):
+        assert stat.S_IMODE(path.stat().st_mode) == mode, path
