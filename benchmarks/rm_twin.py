@@ -14,17 +14,14 @@ its adapters under results/<run>-twin/ (the run's data and models are linked, ne
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import time
 from pathlib import Path
 
 from echo_lib.config import load_config, read_yaml
-from echo_lib.model_setup import weights_path
 from echo_lib.rewards import stage
-from echo_lib.rewards.data import examples, shuffled_labels
+from echo_lib.rewards.data import shuffled_labels
 from echo_lib.rewards.evaluate import evaluate, judge_items
-from echo_lib.rewards.train import train_reward_model
 
 CONSTANT = {"empathy": {"label": "better"}, "scalar": {"candidate_score": 4}, "humanlike": {"label": "human"}}
 
@@ -44,30 +41,25 @@ def scratch_config(config: str, seed: int):
 
 def train_and_score(cfg, kind: str, train_items: list[dict], out: Path, steps: int | None) -> dict:
     p = cfg.reward_models
-    sft = dataclasses.replace(p.sft, steps=steps or p.sft.steps_for(kind))
-    p = dataclasses.replace(p, sft=sft)
-    spec = stage.rm_spec(cfg)
     t0 = time.perf_counter()
-    train_reward_model(weights_path(cfg, spec), kind, examples(train_items, kind, p.target_field_words,
-                       p.context_free(kind), p.decision), p, out, seed=cfg.seed, use_cpu=spec.device == "cpu",
-                       dtype=spec.dtype)
+    trained = stage.train_on(cfg, kind, train_items, out, steps)
     seconds = time.perf_counter() - t0
     llm = stage.rm_llm(cfg, out / "adapter")
     test = stage.items(cfg, kind, "test", p.eval.max_items)
     m, _ = evaluate(llm, test, kind, p.eval.max_new_tokens, False, p.context_free(kind), p.decision)
     own = stage.seeded_sample(train_items, p.eval.max_train_items or len(train_items), cfg.seed)
     rows = judge_items(llm, own, kind, p.eval.max_new_tokens, False, p.context_free(kind), p.decision)
-    truth = {it["id"]: it for it in stage.items(cfg, kind, "train", p.max_train_items)}
-    return {"steps": sft.steps, "train_seconds": round(seconds), "accuracy": m["accuracy"],
+    truth = {it["id"]: it["label"] for it in stage.items(cfg, kind, "train", p.max_train_items)}
+    return {"steps": trained.steps.get("sft"), "train_seconds": round(seconds), "accuracy": m["accuracy"],
             "accuracy_ci": m["accuracy_ci"], "auroc": m["auroc"], "accuracy_by_kind": m.get("accuracy_by_kind"),
             # a leak shows as training-item verdicts that follow the true labels rather than the trained ones
-            "own_items": len(rows), "agrees_with_trained_labels": _agree(rows, {it["id"]: it for it in own}),
-            "agrees_with_true_labels": _agree(rows, truth)}
+            "own_items": len(rows), "agrees_with_trained_labels": _share(r["verdict"] == r["label"] for r in rows),
+            "agrees_with_true_labels": _share(r["verdict"] == truth[r["id"]] for r in rows)}
 
 
-def _agree(rows: list[dict], gold: dict[str, dict]) -> float | None:
-    pairs = [(r["verdict"], gold[r["id"]]["label"]) for r in rows if r["id"] in gold]
-    return round(sum(v == g for v, g in pairs) / len(pairs), 4) if pairs else None
+def _share(hits) -> float | None:
+    hits = list(hits)
+    return round(sum(hits) / len(hits), 4) if hits else None
 
 
 def main(argv=None) -> None:

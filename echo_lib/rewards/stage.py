@@ -13,7 +13,7 @@ accuracy on training items (`train_accuracy`: memorising and failing to learn lo
 split alone) and a linear probe on sentence embeddings of the same items (`probe`: what the data
 allows a simple model to learn). `vs_base` and `vs_shuffled` are the trained model's paired accuracy gain
 over the base and over the twin on the same held-out items, with a paired bootstrap 95 % interval: at
-the tiny scale the twin learns the answer format and the 135M prior (README, stage 02), so its gain over
+the tiny scale the twin learns the answer format and the 135M prior (docs/STAGES.md, stage 02), so its gain over
 the twin is what training on the labels adds.
 """
 from __future__ import annotations
@@ -125,17 +125,22 @@ def process_judge(cfg):
 
 def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
     """Train the reward model on its training split; with `shuffled`, its label-shuffle twin."""
-    from echo_lib.model_setup import weights_path
-    p = cfg.reward_models
-    p = dataclasses.replace(p, sft=dataclasses.replace(p.sft, steps=p.sft.steps_for(kind)))
-    spec = rm_spec(cfg)
-    train_items = items(cfg, kind, "train", p.max_train_items)
+    train_items = items(cfg, kind, "train", cfg.reward_models.max_train_items)
     if shuffled:
         train_items = shuffled_labels(train_items, kind, cfg.seed)
-    exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
     out = rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)
     decision_path(out.adapter).unlink(missing_ok=True)   # an old threshold belongs to an old adapter
-    return train_reward_model(weights_path(cfg, spec), kind, exs, p, out.dir, seed=cfg.seed,
+    return train_on(cfg, kind, train_items, out.dir)
+
+
+def train_on(cfg, kind: str, train_items: list[dict], out_dir: str | Path, steps: int | None = None) -> TrainResult:
+    """Stage 02's recipe on the given items (the kind's own SFT steps unless `steps`): out_dir/adapter/."""
+    from echo_lib.model_setup import weights_path
+    p = cfg.reward_models
+    p = dataclasses.replace(p, sft=dataclasses.replace(p.sft, steps=steps or p.sft.steps_for(kind)))
+    spec = rm_spec(cfg)
+    exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
+    return train_reward_model(weights_path(cfg, spec), kind, exs, p, out_dir, seed=cfg.seed,
                               judge=process_judge(cfg), use_cpu=spec.device == "cpu", dtype=spec.dtype)
 
 
