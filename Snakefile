@@ -65,11 +65,17 @@ def res(stage):
     return config["resources"].get(stage, config["resources"]["default"])
 
 
+def trained_judge(wildcards=None):
+    """With judges.train.enabled, rule judges trains the tiny judge's adapter: whoever may ask that judge waits."""
+    return [f"{RUN}/judges/sensitivity.json"] if config["judges"]["train"]["enabled"] else []
+
+
 rule all:
     input:
         f"{RUN}/models/manifest.json",
         expand(f"{RUN}/data/{{kind}}/{{split}}.jsonl", kind=["humanlike", "empathy"], split=["train", "test"]),
         f"{RUN}/controls/controls.json",
+        f"{RUN}/judges/sensitivity.json",
         expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
         expand(f"{RUN}/policy/{{variant}}/metrics.json", variant=VARIANTS),
         expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
@@ -281,6 +287,7 @@ rule policy:
         data=[f"{RUN}/data/empathy/train.jsonl", f"{RUN}/data/empathy/test.jsonl", f"{RUN}/data/humanlike/train.jsonl"],
         # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
         rms=[f"{RUN}/rm/{k}/adapter" for k in ("empathy", "humanlike", "scalar")],
+        judge=trained_judge,   # the win-rate judge defaults to roles.judge
     output:
         metrics=f"{RUN}/policy/{{variant}}/metrics.json",
         train_log=f"{RUN}/policy/{{variant}}/train_log.csv",
@@ -314,6 +321,42 @@ def tested_adapter(wildcards):
     return [f"{RUN}/policy/{wildcards.model}/adapter"] if wildcards.model in VARIANTS else []
 
 
+rule judges:
+    """Judge sensitivity (and, with judges.train.enabled, the tiny judge's adapter first): on a held-out set with a known better reply, how often the sandbox judge and the
+    NEE panel prefer it (accuracy, Krippendorff's alpha, position bias). Stages 04 and 06 show it before
+    any comparison that relies on the judges."""
+    input:
+        py=f"{NOTEBOOKS}/04_judges.py",
+        manifest=f"{RUN}/models/manifest.json",
+        sensitivity_set=config["judges"]["set"],
+        bank=[config["judges"]["train"]["bank_file"]] if config["judges"]["train"]["enabled"] else [],
+    output:
+        record=f"{RUN}/judges/sensitivity.json",
+        figure=f"{RUN}/judges/sensitivity.png",
+        nb=f"{NB}/04_judges.ipynb",
+    params:
+        judges=config["judges"],
+        reward_models=config["reward_models"],   # the judge's SFT takes stage 02's LoRA settings
+        sandbox_run=config["sandbox_run"],
+        nee=config["nee"],
+        roles=config["roles"],
+        models=config["models"],
+        seed=config["seed"],
+    benchmark:
+        f"{LOGS}/04_judges.benchmark.tsv",
+    log:
+        f"{LOGS}/04_judges.log",
+    threads: res("judges")["threads"]
+    resources:
+        mem_mb=res("judges")["mem_mb"],
+        runtime=res("judges")["runtime"],
+        gpu=res("judges")["gpu"],
+        gpu_model=res("judges")["gpu_model"],
+        cpus_per_task=res("judges")["threads"],
+    run:
+        run_stage("judges", threads, input.py, output.nb, {"config": config}, log=log[0])
+
+
 rule sandbox:
     """Stage 04: the simulated-user sandbox (Actor, Director, Judge) talks with one model under test.
 
@@ -325,6 +368,7 @@ rule sandbox:
         scenarios=sorted(glob.glob("data/scenarios/own/*.yaml")),
         empa=EMPA_CASES,
         adapter=tested_adapter,
+        judges=f"{RUN}/judges/sensitivity.json",   # notebook 04 shows the judge's sensitivity first
     output:
         summary=f"{RUN}/sandbox/{{model}}/summary.json",
         nb=f"{NB}/04_sandbox_{{model}}.ipynb",
@@ -386,6 +430,7 @@ rule nee:
         py=f"{NOTEBOOKS}/06_nee_panel.py",
         summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
         epm=f"{RUN}/epm/summary.csv",
+        judges=f"{RUN}/judges/sensitivity.json",
     output:
         ratings=f"{RUN}/nee/ratings.csv",
         summary=f"{RUN}/nee/summary.csv",

@@ -23,6 +23,7 @@ from echo_lib.empa_source import EmpaParams
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
+from echo_lib.judges.params import JudgeSensitivityParams
 from echo_lib.nee.params import NEEParams
 from echo_lib.policy.params import PolicyParams
 from echo_lib.report.params import PaperParams
@@ -132,6 +133,7 @@ class RunConfig:
     sandbox_run: SandboxRunParams
     policy: PolicyParams
     nee: NEEParams
+    judges: JudgeSensitivityParams
     paper: PaperParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
 
@@ -181,6 +183,7 @@ def validate(config: Mapping[str, Any], source: str = "config") -> dict:
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_explain(err) for err in errors]
     problems += _add_policy_models(filled) if not problems else []
+    problems += _add_trained_judge(filled) if not problems else []
     problems += _cross_reference_problems(filled) if not problems else []
     if problems:
         raise ConfigError(f"invalid run configuration ({source}):\n  - " + "\n  - ".join(problems))
@@ -269,6 +272,31 @@ def _add_policy_models(cfg: dict) -> list[str]:
         else:
             cfg["models"][variant] = derived
     return problems
+
+
+def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
+    """Where rule judge_train writes the tiny judge's LoRA adapter (judges/adapter/)."""
+    return f"{cfg['results_dir']}/{cfg['run_name']}/judges/adapter"
+
+
+def _add_trained_judge(cfg: dict) -> list[str]:
+    """With judges.train.enabled, the trained judge becomes the model TRAINED_JUDGE: judges.train.base with the
+    adapter of rule judge_train, so roles.judge and roles.nee_judges can name it. Idempotent, like the
+    policy variants."""
+    from echo_lib.judges.params import TRAINED_JUDGE
+    t = cfg["judges"]["train"]
+    if not t["enabled"]:
+        return []
+    base = cfg["models"].get(t["base"])
+    if base is None or base["backend"] != "hf":
+        return [f"key 'judges.train.base' has value {t['base']!r}, which is not an hf-backend model of this config; "
+                "name one (the adapter is trained with TRL on local weights)"]
+    derived = {**base, "adapter": judge_adapter_dir(cfg)}
+    if TRAINED_JUDGE in cfg["models"] and cfg["models"][TRAINED_JUDGE] != derived:
+        return [f"key 'models.{TRAINED_JUDGE}' names a model, but {TRAINED_JUDGE!r} is reserved for the trained "
+                "judge (judges.train); rename that model"]
+    cfg["models"][TRAINED_JUDGE] = derived
+    return []
 
 
 def _cross_reference_problems(cfg: dict) -> list[str]:

@@ -66,6 +66,16 @@ print("model under test:", model, "| actor:", cfg.roles.actor, "| director:", cf
 print("cases:", cfg.sandbox.case_set, "| loop:", cfg.sandbox_run.epm(cfg.epm))
 
 # %% [markdown]
+# ## Can the judges see the reply?
+# The judge sensitivity stage (notebook 04_judges) measured the instruments on items with a known better
+# reply. Its figures come first: every comparison below is only as good as the judge that made it.
+
+# %%
+from echo_lib.judges.stage import trust_note
+
+print(trust_note(cfg.run_dir))
+
+# %% [markdown]
 # ## Run every case
 # Finished cases are skipped; the model layer's cache answers any call an earlier, interrupted run made.
 

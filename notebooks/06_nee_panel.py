@@ -73,6 +73,16 @@ pd.DataFrame([{"dimension": d.title, "question": d.question, **{str(i): a for i,
               for d in DIMENSIONS]).set_index("dimension")
 
 # %% [markdown]
+# ## Can the judges see the reply?
+# The judge sensitivity stage (notebook 04_judges) measured the instruments on items with a known better
+# reply. Its figures come first: every comparison below is only as good as the judge that made it.
+
+# %%
+from echo_lib.judges.stage import trust_note
+
+print(trust_note(cfg.run_dir))
+
+# %% [markdown]
 # ## Rate every transcript
 # Every call goes through the model layer's cache: a rerun makes no new model calls.
 

@@ -61,6 +61,23 @@ def test_positive_controls_learn(ci_run):
     assert (run_dir / "controls" / "controls.png").stat().st_size > 0
 
 
+def test_judge_sensitivity_is_measured_and_shown_before_the_comparisons(ci_run):
+    run_dir, _ = ci_run
+    record = json.loads((run_dir / "judges" / "sensitivity.json").read_text())
+    n = yaml.safe_load((ROOT / "config/ci.yaml").read_text())["judges"]["max_items"]
+    s, panel = record["sandbox_judge"], record["nee"]
+    assert s["n"] + s["n_failed"] == n == record["set"]["n_items"] and record["set"]["split"] == "heldout"
+    # the accuracy is the mean of the per-item preferences it reports (recomputed, not range-checked)
+    assert s["accuracy"] == pytest.approx(sum(r["preferred"] for r in s["items"] if "preferred" in r) / s["n"])
+    assert all(r["preferred"] == (1.0 if r["effect_good"] > r["effect_poor"] else 0.5 if r["effect_good"] == r["effect_poor"]
+                                  else 0.0) for r in s["items"] if "preferred" in r)
+    assert set(panel["judges"]) == {f"{m}/v{v}" for m in panel["models"] for v in (1, 2)} and panel["n"] == n
+    assert set(record["passed"]) == {"sandbox_judge_accuracy", "nee_accuracy", "nee_alpha", "nee_position_bias"}
+    for notebook in ("04_sandbox_base", "06_nee_panel"):
+        executed = (run_dir / "notebooks" / f"{notebook}.ipynb").read_text()
+        assert f"sandbox judge ({s['model']}, choose" in executed and "NEE panel: Krippendorff alpha" in executed, notebook
+
+
 @pytest.mark.parametrize("kind", ["humanlike", "empathy", "scalar"])
 def test_stage_02_trains_and_evaluates_each_reward_model(ci_run, kind):
     run_dir, _ = ci_run

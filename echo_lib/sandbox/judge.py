@@ -104,6 +104,12 @@ def condensed_profile(sc: Scenario) -> str:
             f"Growth arc: {sc.experiences.growth_arc}")
 
 
+def person_text(person: Scenario | str) -> str:
+    """The MDEP judge's view of the person: a scenario's condensed profile, or a profile given as text
+    (the judge sensitivity set, echo_lib.judges)."""
+    return person if isinstance(person, str) else condensed_profile(person)
+
+
 def _levels_text(levels: tuple[str, ...]) -> str:
     return "\n".join(f"{i} = {d}" for i, d in enumerate(levels))
 
@@ -127,11 +133,11 @@ def _dialogue(history: list[Exchange], k: int, history_turns: int) -> str:
     return text + f"The turn(s) to rate:\n{render(scored, 'User', 'Companion')}"
 
 
-def mdep_prompt(sc: Scenario, history: list[Exchange], k: int, field: str, history_turns: int = 0) -> list[dict]:
+def mdep_prompt(sc: Scenario | str, history: list[Exchange], k: int, field: str, history_turns: int = 0) -> list[dict]:
     what, levels = MDEP[field]
     scale = "severity " if field.endswith("_Neg") else ""
     return [{"role": "system", "content": SYSTEM_CHOOSE},
-            {"role": "user", "content": f"The person:\n{condensed_profile(sc)}\n\n{_dialogue(history, k, history_turns)}"
+            {"role": "user", "content": f"The person:\n{person_text(sc)}\n\n{_dialogue(history, k, history_turns)}"
                                         f"\n\n{MDEP_RULES}\nRate the companion's reply(ies) for {what}:\n"
                                         f"{_levels_text(levels)}\nAnswer with the digit only. {field} {scale}level:"}]
 
@@ -146,14 +152,14 @@ def iedr_json_prompt(sc: Scenario) -> list[dict]:
                                         f"a short reasoning. Return JSON with the keys {keys}; levels are integers 0-3."}]
 
 
-def mdep_json_prompt(sc: Scenario, history: list[Exchange], k: int, history_turns: int = 0) -> list[dict]:
+def mdep_json_prompt(sc: Scenario | str, history: list[Exchange], k: int, history_turns: int = 0) -> list[dict]:
     def line(f):
         what, lv = MDEP[f]
         sign = "-" if f.endswith("_Neg") else ""
         return f"{f} ({what}): " + "; ".join(f"{sign if i else ''}{i} = {d}" for i, d in enumerate(lv))
     keys = ", ".join(f"{f}_level, {f}_evidence, {f}_reasoning" for f in FIELDS)
     return [{"role": "system", "content": SYSTEM_JSON},
-            {"role": "user", "content": f"The person:\n{condensed_profile(sc)}\n\n{_dialogue(history, k, history_turns)}"
+            {"role": "user", "content": f"The person:\n{person_text(sc)}\n\n{_dialogue(history, k, history_turns)}"
                                         f"\n\n{MDEP_RULES}\nRate the companion's reply(ies):\n"
                                         + "\n".join(line(f) for f in FIELDS)
                                         + f"\n\nEvery non-zero level cites the reply (evidence) and the profile "
@@ -241,8 +247,8 @@ class Judge:
         return self._ask_json([iedr_json_prompt(sc) for sc in scenarios], IEDR_ALLOWED,
                               self.p.iedr_max_new_tokens, "IEDR")
 
-    def mdep(self, cases: list[tuple[Scenario, list[Exchange]]], k: int) -> list[Verdict]:
-        """Rate the last k turns of each case's history."""
+    def mdep(self, cases: list[tuple[Scenario | str, list[Exchange]]], k: int) -> list[Verdict]:
+        """Rate the last k turns of each case's history; a case's person is a Scenario or a profile text."""
         if self.mode == "choose":
             prompts = [{f: mdep_prompt(sc, h, k, f, self.history_turns) for f in FIELDS} for sc, h in cases]
             priors = None

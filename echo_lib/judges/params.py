@@ -1,0 +1,37 @@
+"""The `judges:` block of the run config: the judge sensitivity check (echo_lib.judges, notebook 04_judges).
+
+This module imports nothing heavy and does not import echo_lib.config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class JudgeTrainParams:
+    """SFT of the tiny judge's adapter on the dev items and rule-built contrasts (echo_lib.judges.train).
+    With `enabled`, the config gains a model named TRAINED_JUDGE (the base + this adapter) that
+    roles.judge and roles.nee_judges may name."""
+    enabled: bool = False
+    base: str = "base"                   # the model the adapter is trained on (an hf-backend model of the config)
+    steps: int = 120
+    learning_rate: float = 1e-3
+    batch_size: int = 8
+    max_length: int = 768                # prompt + answer tokens
+    lora_top_layers: int = 10            # LoRA on the last N decoder layers (0 = all)
+    bank_file: str = "data/contrasts.yaml"   # generic poor replies by kind (rule-built contrasts)
+    bank_per_item: int = 2               # bank replies added to each dev item
+
+
+TRAINED_JUDGE = "tiny_judge"   # the model name the trained adapter gets in the config
+
+
+@dataclass(frozen=True)
+class JudgeSensitivityParams:
+    set: str = "data/judge_sensitivity.yaml"   # the sensitivity set (echo_lib.judges.sensitivity_set)
+    split: str = "heldout"          # the items every reported figure is measured on
+    max_items: int = 0              # the first N items of the split (0 = all); the ci run keeps a few
+    sandbox_judge: bool = True      # test roles.judge with the sandbox's rubric (sandbox_run.judge settings)
+    nee: bool = True                # test the NEE panel (roles.nee_judges, nee settings)
+    bootstrap: int = 1000           # resamples for the intervals
+    train: JudgeTrainParams = field(default_factory=JudgeTrainParams)

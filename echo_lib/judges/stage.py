@@ -1,0 +1,179 @@
+"""The judge sensitivity stage for a run config (issue 16): are the instruments able to see the reply?
+
+    results/<run>/judges/sensitivity.json   {"sandbox_judge": {"accuracy", "accuracy_ci", "n", "by_axis", "by_kind",
+                                             ...}, "nee": {"accuracy", "alpha", "position_bias", "judges": {...}},
+                                             "length_rule": {...}, "thresholds", "passed", "set", "provenance"}
+    results/<run>/judges/sensitivity.png    accuracies with their intervals, chance, the length rule, the targets
+
+The length rule (prefer the longer reply) is the simple probe beside the judges: a judge that does no
+better than it may be reading length, not empathy. Chance is 0.5. The thresholds are here, so the
+notebook, the paper and the tests read the same.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+THRESHOLDS = {"sandbox_judge_accuracy": 0.80, "nee_accuracy": 0.80, "nee_alpha": 0.40, "nee_position_bias": 0.20}
+
+
+def sensitivity_dir(cfg) -> Path:
+    return cfg.run_dir / "judges"
+
+
+def set_path(cfg) -> Path:
+    """judges.set; a relative path is read from the working directory (the project root in the DAG)."""
+    return Path(cfg.judges.set)
+
+
+def items_for(cfg):
+    from echo_lib.judges.sensitivity_set import load_set, select
+    items = select(load_set(set_path(cfg)), cfg.judges.split, cfg.judges.max_items)
+    if not items:
+        raise ValueError(f"{set_path(cfg)}: no item has split {cfg.judges.split!r}; set judges.split to dev or heldout")
+    return items
+
+
+def train(cfg) -> dict | None:
+    """judges.train: the tiny judge's adapter, SFT on the dev items (never the held-out ones); None when off."""
+    from echo_lib.judges.sensitivity_set import load_set, select
+    from echo_lib.judges.train import train_judge
+    if not cfg.judges.train.enabled:
+        return None
+    dev = select(load_set(set_path(cfg)), "dev")
+    result, n_examples = train_judge(cfg, dev, sensitivity_dir(cfg))
+    return {"model": "tiny_judge", "base": cfg.judges.train.base, "dev_items": len(dev), "examples": n_examples,
+            "steps": result.steps.get("sft"), "seconds": round(result.seconds["total"], 1),
+            "peak_rss_mb": round(result.peak_rss_mb), "final_loss": next(
+                (r["loss"] for r in reversed(result.log) if r.get("loss") is not None), None)}
+
+
+def length_rule(items, n_boot: int, seed: int) -> dict:
+    """Prefer the reply with more words: what a judge reading only length would score."""
+    from echo_lib.judges.sensitivity import preference, summarise
+    return summarise([preference(len(it.good.split()), len(it.poor.split())) for it in items], n_boot, seed)
+
+
+def run_sandbox_judge(cfg, items, llm=None) -> dict:
+    from echo_lib.judges.sensitivity import sandbox_judge_sensitivity
+    from echo_lib.llm import load_llm
+    from echo_lib.sandbox.judge import Judge
+    p = cfg.sandbox_run
+    judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+    out = sandbox_judge_sensitivity(judge, items, n_boot=cfg.judges.bootstrap, seed=cfg.seed)
+    return {"model": cfg.roles.judge, "mode": judge.mode, "calibrate": p.judge.calibrate, **out}
+
+
+def run_nee(cfg, items, llms: dict | None = None) -> dict:
+    from echo_lib.judges.sensitivity import nee_sensitivity
+    from echo_lib.llm import load_llm
+    from echo_lib.nee.blinding import Blinder
+    from echo_lib.nee.panel import Asker, make_panel
+    llms = dict(llms or {})
+    askers = {m: Asker(llms.get(m) or load_llm(cfg, m), cfg.nee) for m in cfg.roles.nee_judges}
+    panel = make_panel(cfg.roles.nee_judges, cfg.nee.prompt_variants, cfg.seed)
+    blind = Blinder([], cfg.nee.blind_terms)    # the set names no model; the terms guard the prompts as in stage 06
+    out = nee_sensitivity(panel, askers, items, blind, seed=cfg.seed, n_boot=cfg.judges.bootstrap)
+    return {"models": list(cfg.roles.nee_judges), "prompt_variants": cfg.nee.prompt_variants, **out}
+
+
+def passed(record: dict) -> dict[str, bool]:
+    out = {}
+    if "sandbox_judge" in record:
+        out["sandbox_judge_accuracy"] = record["sandbox_judge"]["accuracy"] >= THRESHOLDS["sandbox_judge_accuracy"]
+    if "nee" in record:
+        n = record["nee"]
+        out["nee_accuracy"] = n["accuracy"] >= THRESHOLDS["nee_accuracy"]
+        out["nee_alpha"] = n["alpha"] is not None and n["alpha"] >= THRESHOLDS["nee_alpha"]
+        out["nee_position_bias"] = n["position_bias"] is not None and n["position_bias"] <= THRESHOLDS["nee_position_bias"]
+    return out
+
+
+def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None) -> dict:
+    """Both instruments (as judges.sandbox_judge / judges.nee say) on the configured split; writes the record.
+    `llms` maps model names to LLM objects (tests pass fakes); the others load from the config."""
+    from echo_lib.provenance import provenance, write_json
+    llms = llms or {}
+    items = items_for(cfg)
+    record = {"scale": cfg.scale, "set": {"path": str(set_path(cfg)), "split": cfg.judges.split, "n_items": len(items)},
+              "chance": 0.5, "length_rule": length_rule(items, cfg.judges.bootstrap, cfg.seed)}
+    if cfg.judges.sandbox_judge:
+        record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms.get(cfg.roles.judge))
+    if cfg.judges.nee:
+        record["nee"] = run_nee(cfg, items, llms)
+    if training is not None:
+        record["training"] = training
+    record |= {"thresholds": THRESHOLDS, "passed": passed(record), "params": asdict(cfg.judges),
+               "provenance": provenance(cfg, stage="04_judges")}
+    write_json(sensitivity_dir(cfg) / "sensitivity.json", record)
+    return record
+
+
+def read_sensitivity(run_dir: str | Path) -> dict | None:
+    """The record of a run, or None when its judges stage has not run."""
+    import json
+    path = Path(run_dir) / "judges" / "sensitivity.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def trust_note(run_dir: str | Path) -> str:
+    """What stages 04 and 06 print before their comparisons: the judges' sensitivity figures, or that
+    they were not measured for this run."""
+    record = read_sensitivity(run_dir)
+    if record is None:
+        return ("judge sensitivity: not measured for this run (rule judges, notebooks/04_judges.py): nothing "
+                "shows yet that the judges below prefer a better reply")
+    lines = verdict_lines(record)
+    if not all(record["passed"].values()):
+        lines += ("\nA judge that misses its target is not shown to see the reply: read the differences it "
+                  "reports as the instrument's, not the models'.")
+    return lines
+
+
+def verdict_lines(record: dict) -> str:
+    """The figures in words, each beside its target, chance and the length rule."""
+    word = {True: "meets", False: "MISSES"}
+    ok = record["passed"]
+    lines = [f"sensitivity set: {record['set']['n_items']} {record['set']['split']} items; chance 0.5, "
+             f"length rule {record['length_rule']['accuracy']:.3f} {record['length_rule']['accuracy_ci']}"]
+    if "sandbox_judge" in record:
+        s = record["sandbox_judge"]
+        lines.append(f"sandbox judge ({s['model']}, {s['mode']}{', calibrated' if s['calibrate'] else ''}): accuracy "
+                     f"{s['accuracy']:.3f} {s['accuracy_ci']} (n={s['n']}, failed {s['n_failed']}), target >= "
+                     f"{THRESHOLDS['sandbox_judge_accuracy']}: {word[ok['sandbox_judge_accuracy']]}")
+    if "nee" in record:
+        n = record["nee"]
+        alpha = "undefined" if n["alpha"] is None else f"{n['alpha']:.3f}"
+        bias = "undefined" if n["position_bias"] is None else f"{n['position_bias']:.3f}"
+        lines += [f"NEE panel: accuracy {n['accuracy']:.3f} {n['accuracy_ci']} (n={n['n']}), target >= "
+                  f"{THRESHOLDS['nee_accuracy']}: {word[ok['nee_accuracy']]}; pairwise accuracy "
+                  f"{n['pairwise_accuracy']}",
+                  f"NEE panel: Krippendorff alpha {alpha}, target >= {THRESHOLDS['nee_alpha']}: {word[ok['nee_alpha']]}; "
+                  f"position bias {bias}, target <= {THRESHOLDS['nee_position_bias']}: {word[ok['nee_position_bias']]}"]
+    return "\n".join(lines)
+
+
+def sensitivity_figure(record: dict):
+    import matplotlib.pyplot as plt
+    bars = [("length rule", record["length_rule"]["accuracy"], record["length_rule"]["accuracy_ci"], "C7")]
+    if "sandbox_judge" in record:
+        s = record["sandbox_judge"]
+        bars.append(("sandbox judge", s["accuracy"], s["accuracy_ci"], "C0"))
+    if "nee" in record:
+        n = record["nee"]
+        bars.append(("NEE panel", n["accuracy"], n["accuracy_ci"], "C1"))
+        bars.append(("NEE pairwise", n["pairwise_accuracy"], n["pairwise_accuracy_ci"], "C2"))
+        bars += [(j, v["accuracy"], None, "C1") for j, v in n["judges"].items()]
+    fig, ax = plt.subplots(figsize=(1.3 * len(bars) + 2, 3.6))
+    names, values = [b[0] for b in bars], [b[1] or 0 for b in bars]
+    lo = [v - ci[0] if ci else 0 for v, (_, _, ci, _) in zip(values, bars)]
+    hi = [ci[1] - v if ci else 0 for v, (_, _, ci, _) in zip(values, bars)]
+    ax.bar(names, values, yerr=[lo, hi], color=[b[3] for b in bars], capsize=4)
+    ax.axhline(0.5, ls=":", c="k", lw=1, label="chance")
+    ax.axhline(THRESHOLDS["sandbox_judge_accuracy"], ls="--", c="k", lw=1, label="target")
+    ax.set(ylabel="prefers the good reply", ylim=(0, 1.05),
+           title=f"Judge sensitivity ({record['set']['n_items']} {record['set']['split']} items)")
+    ax.tick_params(axis="x", rotation=30)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Judge sensitivity: do the instruments see the reply?
+#
+# Every result of stages 04-06 is read through two instruments: the sandbox **Judge**, whose MDEP
+# rubric turns each reply into a step of the empathy trajectory, and the **NEE panel**, whose ratings
+# and A/B comparisons give the NEE score and the win rates. A difference between two models means
+# something only if these instruments prefer a better reply when they see one. This stage checks that
+# on a set written for the purpose (`data/judge_sensitivity.yaml`): short chats, each with one good
+# empathic reply and one poor reply of a named kind (dismissive, advice dump, platitude, off-topic,
+# blaming), spread over the three EPM axes. Every figure is on the held-out part of the set.
+#
+# * **Sandbox judge**: the share of items whose good reply gets the higher judged effect (expected
+#   progress minus expected regress over the rubric's option probabilities, summed over the axes).
+#   Target at tiny scale: at least 0.80.
+# * **NEE panel**: the same preference from its ratings (target 0.80), Krippendorff's alpha between its
+#   judges (target 0.40) and its position bias, the share of A/B comparisons whose winner changes when
+#   the chats swap places (target at most 0.20).
+#
+# Beside them: chance (0.5) and the *length rule*, a probe that always prefers the longer reply. A judge
+# that beats neither is not measuring empathy, and the comparisons that rely on it say nothing.
+
+# %% tags=["parameters"]
+config_path = "config/default.yaml"   # used when run by hand
+config = {}                            # Snakemake passes the validated run config here
+
+# %%
+from echo_lib.notebook import start
+
+cfg = start(config or config_path)
+
+# %%
+import pandas as pd
+
+from echo_lib.judges import stage
+
+items = stage.items_for(cfg)
+print(f"{len(items)} {cfg.judges.split} items of {stage.set_path(cfg)}; sandbox judge {cfg.roles.judge}, "
+      f"NEE panel {cfg.roles.nee_judges} x {cfg.nee.prompt_variants} wordings")
+pd.crosstab(pd.Series([it.axis for it in items], name="axis"), pd.Series([it.kind for it in items], name="poor reply"))
+
+# %% [markdown]
+# ## Training the tiny judge (when `judges.train.enabled`)
+#
+# A 135M model asked for a rubric digit prefers one digit whatever it reads, and calibration against a
+# content-free reply removes only part of that. So at tiny scale the judge can be *trained*: one LoRA
+# adapter, SFT through stage 02's code on the dev items and rule-built contrasts (another item's good
+# reply as an off-topic answer, generic poor replies of data/contrasts.yaml), in the exact prompt
+# formats both instruments ask. The held-out items are never trained on. The trained judge is the model
+# `tiny_judge`, which `roles.judge` and `roles.nee_judges` name in the tiny config.
+
+# %%
+training = stage.train(cfg)
+training
+
+# %%
+record = stage.run_sensitivity(cfg, training=training)
+print(stage.verdict_lines(record))
+
+# %% [markdown]
+# ## Where each instrument stands
+#
+# The bars are preference accuracies with their bootstrap 95 % intervals; the dotted line is chance,
+# the dashed line the target.
+
+# %%
+fig = stage.sensitivity_figure(record)
+fig.savefig(stage.sensitivity_dir(cfg) / "sensitivity.png", dpi=150, bbox_inches="tight")
+
+# %% [markdown]
+# ## By failure kind and axis
+#
+# Which poor replies the sandbox judge tells apart, and on which axis the good reply's advantage shows.
+
+# %%
+if "sandbox_judge" in record:
+    s = record["sandbox_judge"]
+    display(pd.DataFrame({"accuracy": s["by_kind"]}).T, pd.DataFrame({"accuracy": s["by_axis"]}).T,
+            pd.DataFrame(s["mean_expected_levels"]).T)
