@@ -465,6 +465,7 @@ from echo_lib.report.params import PaperParams, paper_dir, paper_outputs
 PAPER_DIR = paper_dir(PaperParams(**config["paper"]), config["results_dir"], config["run_name"])
 PAPER = paper_outputs(PAPER_DIR)
 PAPER_INPUTS = {   # every stage output the paper reads (the notebook fails on any that is missing)
+    "judges": [f"{RUN}/judges/sensitivity.json"],
     "epm": [f"{RUN}/epm/summary.csv", f"{RUN}/epm/per_case.csv"],
     "nee": [f"{RUN}/nee/summary.csv", f"{RUN}/nee/agreement.json"],
     "rm": expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),

@@ -99,6 +99,17 @@ print(f"{trained.steps} steps in {trained.seconds:.0f} s ({trained.seconds / max
 log.round(3)
 
 # %% [markdown]
+# ### Did RL have a learning signal?
+# Per domain, the share of each step's groups whose *parsed* verdicts differ (`signal_<domain>`; a
+# spread that only a parse failure's reward makes is not signal). Below 50 % in every domain, GRPO had
+# too little to learn from, and no win-rate claim is made for this variant.
+
+# %%
+signal = stage.learning_signal(trained.rows)
+print(f"{signal['verdict']} (share of groups with a parsed reward spread: {signal['signal_by_domain']}, "
+      f"gate {signal['gate']})")
+
+# %% [markdown]
 # ## Win rate against the base on held-out prompts
 # The base and the trained policy answer the same held-out prompts; the Empathy reward model (used in
 # training) and an independent judge (not used in training) compare the two replies in both orders.
@@ -107,6 +118,8 @@ log.round(3)
 # %%
 summary, rows = stage.winrate(cfg, variant, heldout)
 record = stage.write_outputs(cfg, variant, trained, data_report, summary, rows)
+if not signal["has_signal"]:
+    print(signal["verdict"])
 pd.DataFrame(summary).round(3)
 
 # %%

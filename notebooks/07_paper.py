@@ -58,6 +58,17 @@ RM_KINDS = ["humanlike", "empathy", "scalar"]
 print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
 # %% [markdown]
+# ## Can the judges see the reply? (rule judges)
+# Every sandbox and NEE number below is read through these instruments, so their sensitivity on the
+# held-out items comes first: preference accuracy (good reply over poor) with its interval, beside the
+# length rule, the target, and the NEE panel's agreement and position bias.
+
+# %%
+sensitivity = paper_tables.judge_sensitivity(inputs.read_json(run / "judges" / "sensitivity.json"))
+write_table(sensitivity, tables, "judge_sensitivity")
+sensitivity
+
+# %% [markdown]
 # ## Main results per model
 # Stage 05's EPM summary beside stage 06's NEE summary. The composite is this package's choice
 # ($0.5\cdot\min(\text{EPM-Q},100) + 0.5\cdot\text{NEE}$, METHOD.md 7.3), not the paper's unknown formula.

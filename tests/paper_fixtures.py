@@ -37,6 +37,14 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
                    **{d: 3.25 for d in DIMENSIONS}} for m in models]).to_csv(run_dir / "nee" / "summary.csv", index=False)
     (run_dir / "nee" / "agreement.json").write_text(json.dumps({"krippendorff_alpha": 0.412, "n_items": 12}))
 
+    (run_dir / "judges").mkdir(parents=True, exist_ok=True)
+    (run_dir / "judges" / "sensitivity.json").write_text(json.dumps({
+        "set": {"n_items": 36, "split": "heldout"}, "length_rule": {"accuracy": 0.5, "accuracy_ci": [0.33, 0.65]},
+        "sandbox_judge": {"model": "tiny_judge", "accuracy": 0.8611, "accuracy_ci": [0.75, 0.97], "n": 36},
+        "nee": {"models": ["tiny_judge"], "accuracy": 0.8333, "accuracy_ci": [0.72, 0.94], "alpha": 0.5125,
+                "position_bias": 0.0556},
+        "thresholds": {"sandbox_judge_accuracy": 0.8, "nee_accuracy": 0.8, "nee_alpha": 0.4, "nee_position_bias": 0.2}}))
+
     for i, kind in enumerate(RM_KINDS):
         (run_dir / "rm" / kind).mkdir(parents=True, exist_ok=True)
         metric = lambda acc: {"n": 8, "accuracy": acc, "majority_baseline": 0.5, "accuracy_parsed": acc,

@@ -13,7 +13,7 @@ from echo_lib.policy.data import (RLPrompt, chitchat_prompts, empathy_prompts, e
 from echo_lib.policy.hard_filter import hard_filter
 from echo_lib.policy.monitors import (format_violation, group_repetition, is_advice_list, is_ornate,
                                      reply_monitors)
-from echo_lib.policy.rewards import RolloutLog, step_stats, variant_rewards
+from echo_lib.policy.rewards import RolloutLog, needed_kinds, step_stats, variant_rewards
 from echo_lib.policy.winrate import judge_independent, judge_with_rm, summarise
 from echo_lib.provenance import write_jsonl
 from echo_lib.rewards.data import DataError
@@ -79,12 +79,14 @@ def test_anchor_logic_better_tie_worse():
     assert emp_rm.last_answers == ["better", "tie", "worse", None]
 
 
-def test_scalar_variant_scores_every_domain_without_anchor():
+def test_scalar_variant_scores_empathy_without_anchor_and_keeps_the_humanlike_reward():
     sc = rm("scalar", lambda r: {"x": "10", "y": "1"}[r])
-    funcs = variant_rewards("scalar", {"scalar": sc}, 0.5)
+    hl = rm("humanlike", lambda r: "machine")
+    funcs = variant_rewards("scalar", {"scalar": sc, "humanlike": hl}, 0.5)
     cols = columns([EMP, CHAT], ["x", "y"])
     out = [f(**cols) for f in funcs]
     assert out[0] == [1.0, None] and out[1] == [None, 0.0] and out[2] == [0.0, 0.0]
+    assert needed_kinds("scalar") == ["humanlike", "scalar"]   # chit-chat: the same reward as echo's
     assert not any("Reference reply" in s for s in sc.llm.seen)
     with pytest.raises(ValueError, match="needs the 'humanlike' reward model"):
         variant_rewards("echo", {"empathy": sc}, 0)
@@ -93,7 +95,8 @@ def test_scalar_variant_scores_every_domain_without_anchor():
 def test_format_penalty_and_monitors():
     assert format_violation("User: hi") and format_violation("ok <think>hm</think> fine")
     assert not format_violation("That sounds hard. What happened?")
-    fmt = variant_rewards("scalar", {"scalar": rm("scalar", lambda r: "5")}, 2.0)[-1]
+    fmt = variant_rewards("scalar", {"scalar": rm("scalar", lambda r: "5"), "humanlike": rm("humanlike", lambda r: "human")},
+                          2.0)[-1]
     assert fmt(completions=["Assistant: hello", "hello"]) == [-2.0, 0.0]
     assert is_ornate("*hugs you tightly* I am here") and is_ornate("Like a storm, your soul aches")
     assert not is_ornate("That sounds exhausting. Want to tell me more?")
@@ -217,9 +220,16 @@ def test_winrate_counts_both_orders():
         def choose(self, chats, options):
             return [SimpleNamespace(probs={"A": 0.9, "B": 0.1}) for _ in chats]
     ind = judge_independent(AlwaysA(), ["p1"], ctx[:1], ["v"], ["b"])
-    assert [j.score for j in ind] == [1.0, 0.0]          # position bias cancels out to 0.5
+    assert [(j.order, j.score) for j in ind] == [("both", 0.5)]   # (0.9 + 0.1) / 2: the bias cancels out
+
+    class BiasedButSeeing:               # prefers A, and a little more when A is the variant's reply "v"
+        def choose(self, chats, options):
+            return [SimpleNamespace(probs={"A": 0.95, "B": 0.05} if "Reply A: v" in c[-1]["content"]
+                                    else {"A": 0.8, "B": 0.2}) for c in chats]
+    ind = judge_independent(BiasedButSeeing(), ["p1", "p2"], ctx, ["v", "v"], ["b", "b"])
+    assert [j.score for j in ind] == [1.0, 1.0]   # (0.95 + 0.2) / 2 > 0.5; the argmax per order gave 0.5
     s = summarise("echo", "independent", "base", ind, seed=0, resamples=50)
-    assert s["win_rate"] == 0.5 and s["wins"] == 1 and s["losses"] == 1 and s["n"] == 2
+    assert s["win_rate"] == 1.0 and s["wins"] == 2 and s["losses"] == 0 and s["n"] == 2
 
 
 def test_each_variant_is_a_model_the_sandbox_can_test():
@@ -283,3 +293,20 @@ def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, mo
     monkeypatch.undo()
     cfg2 = load_config(cfg.raw | {"policy": {**cfg.raw["policy"], "max_prompts": 4}})
     assert len(stage.rl_data(cfg2)[0]) == 4
+
+
+def test_signal_gate_counts_only_spreads_of_parsed_verdicts():
+    from echo_lib.policy.monitors import learning_signal, signal_stats
+    from echo_lib.policy.rewards import Judged
+    J = lambda g, d, verdict, r: Judged(g, d, "x", "empathy", verdict, r)   # noqa: E731
+    items = [J("p1", "empathy", "better", 1.0), J("p1", "empathy", "worse", -1.0),     # real spread
+             J("p2", "empathy", "tie", 0.0), J("p2", "empathy", None, 0.5),             # spread from a parse failure only
+             J("p3", "empathy", "tie", 0.0), J("p3", "empathy", "tie", 0.0),            # all tied
+             J("c1", "chitchat", "human", 1.0), J("c1", "chitchat", "human", 1.0)]
+    s = signal_stats(items)
+    assert s["spread_empathy"] == pytest.approx(2 / 3) and s["signal_empathy"] == pytest.approx(1 / 3)
+    assert s["spread_chitchat"] == 0.0 and s["signal_chitchat"] == 0.0
+    gate = learning_signal([s, {**s, "signal_empathy": 0.5}])
+    assert gate["signal_by_domain"] == {"empathy": pytest.approx(0.4167, abs=1e-4), "chitchat": 0.0}
+    assert not gate["has_signal"] and "no learning signal" in gate["verdict"]
+    assert learning_signal([{"signal_empathy": 0.75, "signal_chitchat": None}])["has_signal"]

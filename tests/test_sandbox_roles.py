@@ -127,3 +127,22 @@ def test_judge_calibration_divides_out_the_content_free_prior(sc):
     assert all("What happened?" not in b for b in blanks)
     same = calibrated(PriorJudge().choose([[{"content": "x"}]], "012")[0], PriorJudge().choose([[{"content": "x"}]], "012")[0])
     assert same.probs == pytest.approx({"0": 1 / 3, "1": 1 / 3, "2": 1 / 3})
+
+
+class SkewedIEDRJudge:
+    """Puts the largest single probability on "1" for every indicator, but most of the mass above it."""
+
+    def choose(self, chats, options):
+        from echo_lib.llm import Choice
+        probs = {"0": 0.05, "1": 0.35, "2": 0.3, "3": 0.3}   # argmax 1, expected 1.85
+        return [Choice(probs=probs, logprobs={o: None for o in probs}, coverage=None) for _ in chats]
+
+
+def test_iedr_levels_are_the_rounded_expected_level_not_the_argmax(sc):
+    from echo_lib.sandbox.judge import Judge
+    from echo_lib.sandbox.params import JudgeParams
+    v = Judge(SkewedIEDRJudge(), JudgeParams(mode="choose")).iedr([sc])[0]
+    assert set(v.iedr_levels().values()) == {2} and v.details["C.1_expected"] == pytest.approx(1.85)
+    assert v.details["judge_mode"] == "choose-expected"
+    argmax = Judge(SkewedIEDRJudge(), JudgeParams(mode="choose", iedr_level="argmax")).iedr([sc])[0]
+    assert set(argmax.iedr_levels().values()) == {1} and "C.1_expected" not in argmax.details

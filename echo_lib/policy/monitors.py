@@ -70,3 +70,39 @@ def reply_monitors(replies: Sequence[str], groups: Sequence[str]) -> dict[str, f
             "ornate_rate": rate([is_ornate(r) for r in replies]),
             "advice_list_rate": rate([is_advice_list(r) for r in replies]),
             "format_violation_rate": rate([format_violation(r) for r in replies])}
+
+
+DOMAINS = ("empathy", "chitchat")
+SIGNAL_GATE = 0.5   # below this share of groups with a parsed reward spread, RL had no learning signal
+
+
+def signal_stats(items: Sequence) -> dict[str, float | None]:
+    """Per domain, over one step's GRPO groups (the replies of one prompt): `spread_<domain>`, the share of
+    groups whose rewards are not all equal (TRL gives the rest zero advantage), and `signal_<domain>`, the
+    share whose *parsed* verdicts alone still differ, so that a spread made only by a parse failure's
+    reward does not count as signal. `items` are echo_lib.policy.rewards.Judged rows."""
+    groups: dict[tuple[str, str], list] = {}
+    for j in items:
+        groups.setdefault((j.domain, j.group), []).append(j)
+    out: dict[str, float | None] = {}
+    for domain in DOMAINS:
+        mine = [g for (d, _), g in groups.items() if d == domain and len(g) > 1]
+        spread = [len({j.reward for j in g}) > 1 for g in mine]
+        parsed = [len({j.reward for j in g if j.verdict is not None}) > 1 for g in mine]
+        out[f"spread_{domain}"] = rate(spread)
+        out[f"signal_{domain}"] = rate(parsed)
+    return out
+
+
+def learning_signal(rows: Sequence[dict]) -> dict:
+    """Over a run's train_log rows: each domain's mean share of groups with a parsed reward spread, and
+    whether RL had a learning signal at all (the share reaches SIGNAL_GATE in some domain)."""
+    means = {}
+    for domain in DOMAINS:
+        vals = [r[f"signal_{domain}"] for r in rows if r.get(f"signal_{domain}") is not None]
+        means[domain] = round(sum(vals) / len(vals), 4) if vals else None
+    seen = [v for v in means.values() if v is not None]
+    has = bool(seen) and max(seen) >= SIGNAL_GATE
+    return {"signal_by_domain": means, "gate": SIGNAL_GATE, "has_signal": has,
+            "verdict": ("RL had a learning signal" if has else
+                        "RL had no learning signal here: no win-rate claim is made for this variant")}

@@ -27,7 +27,7 @@ class PolicyGRPO:
     temperature: float = 1.0
     top_p: float = 1.0
     beta: float = 0.001             # KL to the reference (the frozen base); paper 0.001
-    epsilon: float = 0.2            # PPO clip (lower)
+    epsilon: float = 0.2            # PPO clip (lower); no effect while TRL runs one pass per batch (on-policy)
     epsilon_high: float = 0.28      # PPO clip (upper, DAPO-style)
     format_penalty: float = 1.0     # subtracted when a reply has a role prefix or a think tag (0 = off)
     use_vllm: bool = False          # rollouts with vLLM (GPU scale; TRL's vllm_mode below)

@@ -3,7 +3,9 @@
   variant echo    empathy prompts:  the Empathy GenRM's verdict on the reply against the prompt's
                                     reference reply (the score-3 anchor): better / tie / worse -> +1 / 0 / -1
                   chitchat prompts: the Humanlike GenRM's verdict on the reply: human / machine -> 1 / 0
-  variant scalar  every prompt:     the scalar GenRM's 1-10 score, rescaled to [0, 1], no anchor (the ablation)
+  variant scalar  empathy prompts:  the scalar GenRM's 1-10 score, rescaled to [0, 1], no anchor (the ablation)
+                  chitchat prompts: the same Humanlike GenRM as echo, so the arms differ only in the
+                                    empathy reward the paper's ablation is about (like with like)
   both            a format penalty: -format_penalty when the reply carries a role prefix or a think tag
 
 Each reward function returns None for the rows of the other domain, so TRL sums only the reward that
@@ -21,7 +23,7 @@ from echo_lib.rewards.rm_rewards import completion_text
 
 # which reward-model kind judges which domain, per variant
 ROUTES = {"echo": {"empathy": "empathy", "chitchat": "humanlike"},
-          "scalar": {"empathy": "scalar", "chitchat": "scalar"}}
+          "scalar": {"empathy": "scalar", "chitchat": "humanlike"}}
 
 
 @dataclass

@@ -225,6 +225,12 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     return summary, rows
 
 
+def learning_signal(rows: list[dict]) -> dict:
+    """Whether GRPO had groups with a parsed reward spread to learn from (echo_lib.policy.monitors)."""
+    from echo_lib.policy.monitors import learning_signal as signal
+    return signal(rows)
+
+
 def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
                   winrate_rows: list[dict]) -> dict:
     import pandas as pd
@@ -240,6 +246,7 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
                                                                    ("available", "drawn", "kept")},
               "hard_filter": {k: v for k, v in (data_report.get("hard_filter") or {}).items() if k != "rewards"},
               "final": trained.rows[-1] if trained.rows else None, "winrate": winrate_summary,
+              "learning_signal": learning_signal(trained.rows),
               "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg, stage="03_policy_rl",
                                                                                  variant=variant)}
     write_json(paths.metrics, record)

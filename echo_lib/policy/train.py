@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from echo_lib.policy.data import RLPrompt
-from echo_lib.policy.monitors import reply_monitors
+from echo_lib.policy.monitors import reply_monitors, signal_stats
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
 from echo_lib.provenance import write_text
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 
 LOG_COLUMNS = ["step", "reward", "reward_std", "reward_empathy", "reward_chitchat", "win_rate", "tie_rate",
                "humanlike_rate", "unparsed_rate", "format_violation_rate", "kl", "entropy", "reply_length",
-               "reply_words", "repetition", "ornate_rate", "advice_list_rate", "frac_reward_zero_std", "loss",
+               "reply_words", "repetition", "ornate_rate", "advice_list_rate", "frac_reward_zero_std",
+               "spread_empathy", "signal_empathy", "spread_chitchat", "signal_chitchat", "loss",
                "step_time", "learning_rate"]
 TRL_KEYS = {"reward": "reward", "reward_std": "reward_std", "kl": "kl", "entropy": "entropy",
             "reply_length": "completions/mean_length", "frac_reward_zero_std": "frac_reward_zero_std",
@@ -84,6 +85,7 @@ def monitor_callback(rollouts: RolloutLog, log_path: Path, rows: list[dict]):
             row = {"step": state.global_step, **{k: logs.get(v) for k, v in TRL_KEYS.items()}}
             row |= step_stats(items)
             row |= reply_monitors([j.reply for j in items], [j.group for j in items])
+            row |= signal_stats(items)
             if formats:
                 row["format_violation_rate"] = sum(formats) / len(formats)
             rows.append(row)

@@ -30,7 +30,7 @@ PAIR_SYSTEM = ("You compare two replies that a caring friend could send next in 
 class Judgment:
     prompt_id: str
     judge: str
-    order: str           # "variant_first" | "base_first"
+    order: str           # "variant_first" | "base_first" | "both" (order-swapped probabilities)
     score: float | None  # 1 win, 0.5 tie, 0 loss for the variant; None: no verdict
     raw: str
 
@@ -43,15 +43,18 @@ def pair_prompt(context: Sequence[dict], first: str, second: str) -> list[dict]:
 
 def judge_independent(llm, ids: Sequence[str], contexts: Sequence[list[dict]], variant: Sequence[str],
                       base: Sequence[str]) -> list[Judgment]:
-    chats, meta = [], []
-    for pid, ctx, v, b in zip(ids, contexts, variant, base):
-        chats += [pair_prompt(ctx, v, b), pair_prompt(ctx, b, v)]
-        meta += [(pid, "variant_first", "A"), (pid, "base_first", "B")]
+    """One judgment per prompt from the order-swapped probabilities: P(variant better) is the mean of
+    P(A) with the variant first and P(B) with it second, so a judge's preference for a letter cancels
+    out without erasing what it sees (the argmax of each order would turn any letter bias into 0.5)."""
+    chats = [c for ctx, v, b in zip(contexts, variant, base) for c in (pair_prompt(ctx, v, b), pair_prompt(ctx, b, v))]
+    choices = llm.choose(chats, ["A", "B"])
     out = []
-    for (pid, order, letter), choice in zip(meta, llm.choose(chats, ["A", "B"])):
-        p = choice.probs[letter]
+    for n, pid in enumerate(ids):
+        first, second = choices[2 * n].probs["A"], choices[2 * n + 1].probs["B"]
+        p = (first + second) / 2
         score = 1.0 if p > 0.5 else 0.0 if p < 0.5 else 0.5
-        out.append(Judgment(pid, "independent", order, score, f"P({letter})={p:.3f}"))
+        out.append(Judgment(pid, "independent", "both", score,
+                            f"P(A | variant first)={first:.3f} P(B | base first)={second:.3f}"))
     return out
 
 

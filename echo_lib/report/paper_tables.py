@@ -33,6 +33,26 @@ def main_results(epm: pd.DataFrame, nee: pd.DataFrame) -> pd.DataFrame:
         "Composite": merged["composite"]}).reset_index(drop=True)
 
 
+def judge_sensitivity(record: Mapping) -> pd.DataFrame:
+    """The judges on the held-out sensitivity items (rule judges): preference accuracy with its interval
+    beside chance, the length rule and the target; the NEE panel's alpha and position bias."""
+    def ci(x):
+        return "" if not x else f"[{x[0]:.2f}, {x[1]:.2f}]"
+    t, rows = record["thresholds"], []
+    rows.append({"Instrument": "length rule (probe)", "Accuracy": record["length_rule"]["accuracy"],
+                 "95% CI": ci(record["length_rule"]["accuracy_ci"]), "Target": "", "Alpha": None, "Position bias": None})
+    if "sandbox_judge" in record:
+        s = record["sandbox_judge"]
+        rows.append({"Instrument": f"sandbox judge ({s['model']})", "Accuracy": s["accuracy"], "95% CI": ci(s["accuracy_ci"]),
+                     "Target": f">= {t['sandbox_judge_accuracy']}", "Alpha": None, "Position bias": None})
+    if "nee" in record:
+        n = record["nee"]
+        rows.append({"Instrument": "NEE panel (" + ", ".join(n["models"]) + ")", "Accuracy": n["accuracy"],
+                     "95% CI": ci(n["accuracy_ci"]), "Target": f">= {t['nee_accuracy']}", "Alpha": n["alpha"],
+                     "Position bias": n["position_bias"]})
+    return pd.DataFrame(rows)
+
+
 def rm_accuracy(metrics: Mapping[str, dict]) -> pd.DataFrame:
     """Reward models, untrained base vs trained, on each kind's held-out test split (stage 02)."""
     rows = []

@@ -19,6 +19,7 @@ The wording of every prompt is this project's own, from the method's description
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from echo_lib.epm.iedr import INDICATORS
@@ -220,13 +221,22 @@ def calibrated(choice: Choice, prior: Choice) -> Choice:
                   coverage=choice.coverage)
 
 
-def _from_choices(choices: dict, negative: bool = False) -> dict:
-    """Levels (highest-probability option) and the probabilities, per indicator."""
+def expected_level(choice: Choice) -> float:
+    """sum_k k * p_k over the digit options (renormalised over them)."""
+    total = sum(choice.probs.values())
+    return sum(int(o) * p for o, p in choice.probs.items()) / total
+
+
+def _from_choices(choices: dict, negative: bool = False, expected: bool = False) -> dict:
+    """Levels and the probabilities, per indicator. A level is the highest-probability option, or with
+    `expected` the expected level rounded to the nearest option (halves round up)."""
     out = {}
     for name, c in choices.items():
-        level = int(c.best)
+        level = math.floor(expected_level(c) + 0.5) if expected else int(c.best)
         out[f"{name}_level"] = -level if negative and name.endswith("_Neg") else level
         out[f"{name}_probs"] = {k: round(v, 4) for k, v in c.probs.items()}
+        if expected:
+            out[f"{name}_expected"] = round(expected_level(c), 4)
         if c.coverage is not None:
             out[f"{name}_coverage"] = round(c.coverage, 4)
     return out
@@ -243,7 +253,7 @@ class Judge:
     def iedr(self, scenarios: list[Scenario]) -> list[Verdict]:
         if self.mode == "choose":
             prompts = [{k: iedr_prompt(sc, k) for k in INDICATORS} for sc in scenarios]
-            return self._ask(prompts, [str(i) for i in range(4)], "IEDR")
+            return self._ask(prompts, [str(i) for i in range(4)], "IEDR", expected=self.p.iedr_level == "expected")
         return self._ask_json([iedr_json_prompt(sc) for sc in scenarios], IEDR_ALLOWED,
                               self.p.iedr_max_new_tokens, "IEDR")
 
@@ -279,7 +289,7 @@ class Judge:
         return out
 
     def _ask(self, prompts: list[dict[str, list[dict]]], options: list[str], what: str,
-             priors: list[dict[str, list[dict]]] | None = None) -> list[Verdict]:
+             priors: list[dict[str, list[dict]]] | None = None, expected: bool = False) -> list[Verdict]:
         """One choose call for every question of the cases (and, calibrating, their content-free twins)."""
         def once(idx, attempt):
             flat = [(i, name, chat) for i in idx for name, chat in prompts[i].items()]
@@ -291,7 +301,8 @@ class Judge:
             for n, ((i, name, _), c) in enumerate(zip(flat, choices)):
                 by_case[i][name] = c if priors is None else calibrated(c, choices[len(flat) + n])
             mode = "choose" if priors is None else "choose-calibrated"
-            return [_from_choices(by_case[i], negative=True) | {"judge_mode": mode} for i in idx]
+            mode += "-expected" if expected else ""
+            return [_from_choices(by_case[i], negative=True, expected=expected) | {"judge_mode": mode} for i in idx]
         return self._retrying(len(prompts), once, what)
 
     def _ask_json(self, chats: list[list[dict]], allowed: dict, max_new_tokens: int, what: str) -> list[Verdict]:

@@ -40,6 +40,8 @@ class JudgeParams:
     iedr_max_new_tokens: int = 8000   # JSON mode only (published 8,000)
     mdep_max_new_tokens: int = 6000   # JSON mode only (published 6,000)
     calibrate: bool = False        # choose mode: MDEP levels by contextual calibration against a content-free reply
+    iedr_level: str = "expected"   # choose mode: an IEDR level is the expected level over the digits, rounded
+                                   # ("argmax": the most probable digit, which a small judge puts on "1" everywhere)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class SandboxRunParams:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 problems.append(f"{name}={value!r} (allowed: null or an integer >= 1)")
+        if self.judge.iedr_level not in ("expected", "argmax"):
+            problems.append(f"judge.iedr_level={self.judge.iedr_level!r} (allowed: expected, argmax)")
         if self.judge.mode not in JUDGE_MODES:
             problems.append(f"judge.mode={self.judge.mode!r} (allowed: {', '.join(JUDGE_MODES)})")
         if self.test_history not in HISTORY_FORMATS:
