@@ -275,7 +275,7 @@ def _add_policy_models(cfg: dict) -> list[str]:
 
 
 def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
-    """Where rule judge_train writes the tiny judge's LoRA adapter (judges/adapter/)."""
+    """Where rule judges writes the tiny judge's LoRA adapter (judges/adapter/)."""
     return f"{cfg['results_dir']}/{cfg['run_name']}/judges/adapter"
 
 
