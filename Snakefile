@@ -395,13 +395,16 @@ rule sandbox:
 
 
 rule epm:
-    """Stage 05 on this run's sandbox results: replay, EPM-Q and its groups, slices, figures."""
+    """Stage 05 on this run's sandbox results: replay, EPM-Q and its groups with intervals, the paired
+    differences between the models, slices, figures."""
     input:
         py=f"{NOTEBOOKS}/05_epm_analysis.py",
         summaries=expand(f"{RUN}/sandbox/{{model}}/summary.json", model=config["sandbox"]["models"]),
     output:
         summary=f"{RUN}/epm/summary.csv",
         per_case=f"{RUN}/epm/per_case.csv",
+        intervals=f"{RUN}/epm/intervals.csv",     # per model, bootstrap 95 % intervals over cases
+        paired=f"{RUN}/epm/paired.csv",           # echo - base, scalar - base, echo - scalar, paired over cases
         nb=f"{NB}/05_epm_analysis.ipynb",
     params:
         epm=config["epm"],
@@ -466,7 +469,7 @@ PAPER_DIR = paper_dir(PaperParams(**config["paper"]), config["results_dir"], con
 PAPER = paper_outputs(PAPER_DIR)
 PAPER_INPUTS = {   # every stage output the paper reads (the notebook fails on any that is missing)
     "judges": [f"{RUN}/judges/sensitivity.json"],
-    "epm": [f"{RUN}/epm/summary.csv", f"{RUN}/epm/per_case.csv"],
+    "epm": [f"{RUN}/epm/{f}.csv" for f in ("summary", "per_case", "intervals", "paired")],
     "nee": [f"{RUN}/nee/summary.csv", f"{RUN}/nee/agreement.json"],
     "rm": expand(f"{RUN}/rm/{{kind}}/metrics.json", kind=RM_KINDS),
     "policy": expand(f"{RUN}/policy/{{variant}}/{{f}}", variant=config["policy"]["variants"],

@@ -281,7 +281,7 @@ def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
 
 def _add_trained_judge(cfg: dict) -> list[str]:
     """With judges.train.enabled, the trained judge becomes the model TRAINED_JUDGE: judges.train.base with the
-    adapter of rule judge_train, so roles.judge and roles.nee_judges can name it. Idempotent, like the
+    adapter rule judges trains first, so roles.judge and roles.nee_judges can name it. Idempotent, like the
     policy variants."""
     from echo_lib.judges.params import TRAINED_JUDGE
     t = cfg["judges"]["train"]

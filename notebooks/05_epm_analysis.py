@@ -79,6 +79,25 @@ order = figs.model_order(scored.summary)
 scored.summary.set_index("Model").loc[order].round(2)
 
 # %% [markdown]
+# ## The central comparisons, with their uncertainty
+# EPM-Q and the success rate of every model with a bootstrap 95 % interval over its cases, and the paired
+# differences the paper argues about (each RL variant minus the base, echo minus scalar) over the cases
+# both models ran, the cases resampled jointly. A difference whose interval spans 0 is **no difference at
+# this scale**. With three cases an interval is wide by construction: it says how little three cases can
+# show, and the judge's own sensitivity (stage 04, printed first) says whether the judge could see a
+# difference at all.
+
+# %%
+from echo_lib.epm.compare import central_pairs, write_comparisons
+from echo_lib.judges.stage import trust_note
+
+print(trust_note(cfg.run_dir))
+pairs = central_pairs(list(scored.summary["Model"]), cfg.policy.variants, reference=cfg.roles.policy)
+intervals, paired = write_comparisons(scored.per_case, pairs, out, seed=cfg.seed)
+display(intervals.set_index("Model").loc[order])
+paired
+
+# %% [markdown]
 # ## How the runs ended
 # Success needs both the energy and the position; a timeout counts as a failure in the success rate.
 

@@ -70,7 +70,9 @@ sensitivity
 
 # %% [markdown]
 # ## Main results per model
-# Stage 05's EPM summary beside stage 06's NEE summary. The composite is this package's choice
+# Stage 05's EPM summary, with 95 % intervals over cases, beside stage 06's NEE summary; then the paired
+# differences between the models over the same cases (a difference whose interval spans 0 is "no
+# difference at this scale", not a win). The composite is this package's choice
 # ($0.5\cdot\min(\text{EPM-Q},100) + 0.5\cdot\text{NEE}$, METHOD.md 7.3), not the paper's unknown formula.
 
 # %%
@@ -78,8 +80,12 @@ epm = inputs.read_csv(run / "epm" / "summary.csv", inputs.EPM_SUMMARY)
 per_case = inputs.read_csv(run / "epm" / "per_case.csv", inputs.EPM_PER_CASE)
 nee = inputs.read_csv(run / "nee" / "summary.csv", inputs.NEE_SUMMARY)
 alpha = inputs.agreement_alpha(run / "nee" / "agreement.json")
-main = paper_tables.main_results(epm, nee)
+intervals = inputs.read_csv(run / "epm" / "intervals.csv", inputs.EPM_INTERVALS)
+main = paper_tables.main_results(epm, nee, intervals)
 write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format})
+differences = paper_tables.sandbox_differences(inputs.read_csv(run / "epm" / "paired.csv", inputs.EPM_PAIRED))
+write_table(differences, tables, "sandbox_differences")
+display(differences)
 dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
 write_table(nee[["model", *dims]].rename(columns={"model": "Model"}), tables, "nee_dimensions")
 main

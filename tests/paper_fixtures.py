@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from echo_lib.epm.compare import central_pairs, write_comparisons
+
 INDICES = ["Idx_RDI", "Idx_Etot", "Idx_Snet", "Idx_Rho", "Idx_Sproj", "Idx_Tau", "Idx_Rpos", "Idx_Align", "Idx_Pen"]
 RM_KINDS = ["humanlike", "empathy", "scalar"]
 # model -> (successes, failures, timeouts, EPM-Q); 3 cases each
@@ -25,11 +27,13 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
         summary.append({"Model": model, **{k: 100.0 for k in INDICES}, "Outcome": q + 1, "Efficiency": q + 2,
                         "Stability": q + 3, "EPM-Q": q, "Success": s, "Failure": f, "Timeout": t,
                         "Mean_Turns": 6.0, "Cases": s + f + t, "Constants": "code"})
-        for case in ("own_001", "own_002", "own_003"):
-            per_case.append({"Model": model, "Case_ID": case, "EPM-Q": q + rng.normal(),
+        labels = ["success"] * s + ["failure"] * f + ["timeout"] * t
+        for case, label in zip(("own_001", "own_002", "own_003"), labels):
+            per_case.append({"Model": model, "Case_ID": case, "EPM-Q": q + rng.normal(), "Outcome_Label": label,
                              **{k: 100 + rng.normal() for k in INDICES}})
     pd.DataFrame(summary).to_csv(run_dir / "epm" / "summary.csv", index=False)
     pd.DataFrame(per_case).to_csv(run_dir / "epm" / "per_case.csv", index=False)
+    write_comparisons(pd.DataFrame(per_case), central_pairs(models, variants, "base"), run_dir / "epm")
 
     (run_dir / "nee").mkdir(parents=True, exist_ok=True)
     pd.DataFrame([{"model": m, "nee": NEE[m][0], "nee_ci_low": NEE[m][0] - 5, "nee_ci_high": NEE[m][0] + 5,

@@ -123,10 +123,12 @@ def test_claims_files_label_the_reported_column(run, tmp_path):
 
 def test_main_results_hold_measured_numbers_only(run):
     _, epm, nee = run
-    table = paper_tables.main_results(epm, nee)
+    run_dir, _, _ = run
+    table = paper_tables.main_results(epm, nee, pd.read_csv(run_dir / "epm" / "intervals.csv"))
     assert list(table["Model"]) == ["echo", "scalar", "base"]   # best EPM-Q first
     echo = table.iloc[0]
     assert echo["Success (%)"] == pytest.approx(66.7) and echo["NEE"] == NEE["echo"][0]
+    assert echo["Success 95% CI"] == "[0.0, 100.0]"             # two successes in three cases
     assert echo["NEE 95% CI"] == "[53.2, 63.2]" and echo["Composite"] == NEE["echo"][1]
     _, published = reported_numbers()
     assert not table.isin(published - {0.0}).any().any()
@@ -156,3 +158,14 @@ def test_agreement_alpha_is_read_or_named_missing(tmp_path):
     assert inputs.agreement_alpha(tmp_path / "a.json") == 0.5
     with pytest.raises(inputs.PaperInputError, match="no Krippendorff's alpha"):
         inputs.agreement_alpha(tmp_path / "b.json")
+
+
+def test_sandbox_differences_carry_the_interval_and_its_reading(run):
+    run_dir, _, _ = run
+    table = paper_tables.sandbox_differences(pd.read_csv(run_dir / "epm" / "paired.csv"))
+    assert list(table["Comparison"].unique()) == ["echo - base", "scalar - base", "echo - scalar"]
+    q = table[table.Metric == "EPM-Q"].set_index("Comparison")
+    # the fixture's per-case EPM-Q: base ~21, echo ~62 (+/- 1): 40 points apart on every case
+    assert q.loc["echo - base", "Reading"] == "echo above base" and 38 < q.loc["echo - base", "Difference"] < 43
+    s = table[table.Metric == "Success (%)"].set_index("Comparison")
+    assert s.loc["echo - scalar", "Reading"] == "no difference at this scale"   # 2 vs 1 of three cases

@@ -26,7 +26,7 @@ import pandas as pd
 
 from echo_lib.epm.mdep import FIELDS
 from echo_lib.judges.sensitivity_set import SensitivityItem
-from echo_lib.rewards.stats import bootstrap_ci
+from echo_lib.stats import bootstrap_ci
 from echo_lib.sandbox.dialogue import Exchange
 
 REPLIES = ("good", "poor")

@@ -13,6 +13,8 @@ import pandas as pd
 
 EPM_SUMMARY = ["Model", "EPM-Q", "Outcome", "Efficiency", "Stability", "Success", "Failure", "Timeout", "Cases"]
 EPM_PER_CASE = ["Model", "Case_ID", "EPM-Q"]
+EPM_INTERVALS = ["Model", "Cases", "EPM-Q", "EPM-Q 95% CI", "Success (%)", "Success (%) 95% CI"]
+EPM_PAIRED = ["A", "B", "Metric", "Cases", "Difference", "CI low", "CI high", "Reading"]
 NEE_SUMMARY = ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite"]
 TRAIN_LOG = ["step", "reward"]
 WINRATE = ["variant", "judge", "judge_model", "n", "wins", "ties", "losses", "win_rate", "ci_low", "ci_high"]

@@ -17,20 +17,32 @@ def success_rate(summary: pd.DataFrame) -> pd.Series:
     return 100.0 * summary["Success"] / summary["Cases"]
 
 
-def main_results(epm: pd.DataFrame, nee: pd.DataFrame) -> pd.DataFrame:
-    """One row per model under test: sandbox outcome, EPM-Q and its groups (stage 05), NEE and the
-    composite (stage 06). A model the NEE panel did not rate keeps empty NEE cells."""
+def main_results(epm: pd.DataFrame, nee: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
+    """One row per model under test: sandbox outcome and EPM-Q with their 95 % intervals over cases, the
+    EPM-Q groups (stage 05), NEE and the composite (stage 06). A model the NEE panel did not rate keeps
+    empty NEE cells."""
     nee = nee.rename(columns={"model": "Model"})
     merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "composite"]], on="Model", how="left")
+    merged = merged.merge(intervals[["Model", "EPM-Q 95% CI", "Success (%) 95% CI"]], on="Model", how="left")
     merged = merged.sort_values("EPM-Q", ascending=False)
     ci = [f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]" if pd.notna(lo) and pd.notna(hi) else None
           for lo, hi in zip(merged["nee_ci_low"], merged["nee_ci_high"])]
     return pd.DataFrame({
         "Model": merged["Model"], "Cases": merged["Cases"].astype(int),
-        "Success (%)": success_rate(merged).round(1),
-        "EPM-Q": merged["EPM-Q"], "Outcome": merged["Outcome"], "Efficiency": merged["Efficiency"],
+        "Success (%)": success_rate(merged).round(1), "Success 95% CI": merged["Success (%) 95% CI"],
+        "EPM-Q": merged["EPM-Q"], "EPM-Q 95% CI": merged["EPM-Q 95% CI"], "Outcome": merged["Outcome"], "Efficiency": merged["Efficiency"],
         "Stability": merged["Stability"], "NEE": merged["nee"], "NEE 95% CI": ci,
         "Composite": merged["composite"]}).reset_index(drop=True)
+
+
+def sandbox_differences(paired: pd.DataFrame) -> pd.DataFrame:
+    """Stage 05's paired differences (A - B over the cases both ran) with their interval and reading: an
+    interval that spans 0 reads "no difference at this scale"."""
+    ci = [f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]" if pd.notna(lo) and pd.notna(hi) else ""
+          for lo, hi in zip(paired["CI low"], paired["CI high"])]
+    return pd.DataFrame({"Comparison": paired["A"] + " - " + paired["B"], "Metric": paired["Metric"],
+                         "Cases": paired["Cases"].astype(int), "Difference": paired["Difference"],
+                         "95% CI": ci, "Reading": paired["Reading"]}).reset_index(drop=True)
 
 
 def judge_sensitivity(record: Mapping) -> pd.DataFrame:

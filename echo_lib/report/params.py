@@ -24,7 +24,7 @@ def paper_dir(params: PaperParams, results_dir: str, run_name: str) -> str:
 
 # Every file stage 07 writes into the paper folder: the Snakefile declares them as the rule's outputs,
 # paper/main.tex uses them, and a test checks that the two agree.
-TABLES = ["judge_sensitivity", "main_results", "nee_dimensions", "rm_accuracy", "rl_winrate", "empa_replay", "macros"]
+TABLES = ["judge_sensitivity", "main_results", "sandbox_differences", "nee_dimensions", "rm_accuracy", "rl_winrate", "empa_replay", "macros"]
 FIGURES = ["epm_outcomes", "epm_indices", "epm_case_heatmap", "rm_accuracy", "rl_curves"]
 CLAIMS = ["claims.md", "claims.tex", "claims.csv"]
 

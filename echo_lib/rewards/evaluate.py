@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
+from echo_lib.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
 from echo_lib.rewards.verdict import (EMPATHY_VERDICTS, answer_probs, expected_value, flip, option_answer, parse,
                                       score_target, score_to_verdict, verdict_options, verdict_value)
 

