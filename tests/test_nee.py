@@ -111,6 +111,10 @@ def test_position_bias_counts_flipped_pairs():
                  {"model": "m", "case_id": case, "judge": "j", "order": "reference_first", "winner": w2}]
     rates = pairwise_rates(pd.DataFrame(rows)).iloc[0]
     assert rates["position_bias"] == 0.5 and rates["win_rate"] == 0.5 and rates["n_pairs"] == 4
+    # per-case win shares 1, .5, 0, .5: the interval straddles 0.5 and stays strictly inside [0, 1]
+    assert 0 < rates["win_ci_low"] < 0.5 < rates["win_ci_high"] < 1
+    sweep = pairwise_rates(pd.DataFrame([{**r, "winner": "m"} for r in rows])).iloc[0]
+    assert sweep["win_rate"] == 1.0 and (sweep["win_ci_low"], sweep["win_ci_high"]) == (1.0, 1.0)
 
 
 def test_strict_json_parsers():

@@ -125,6 +125,8 @@ def test_fake_panel_writes_every_output(tmp_path):
     assert set(pairs["order"]) == {"model_first", "reference_first"}
     assert stats.loc["rival", "position_bias"] == 1.0 and res.agreement["position_bias"] == 1.0
     assert pd.isna(stats.loc["base", "position_bias"]) and stats.loc["rival", "pairwise_win_rate"] == 0.5
+    # every case splits its verdicts one-one, so the interval over cases collapses on 0.5
+    assert (stats.loc["rival", "pairwise_win_ci_low"], stats.loc["rival", "pairwise_win_ci_high"]) == (0.5, 0.5)
     agree = json.loads((out / "agreement.json").read_text())
     assert agree["raters"] == ["judge/v1", "judge/v2"] and agree["n_units"] == 2 * len(CASES) * len(KEYS)
     assert 0.5 < agree["interval_alpha"] <= 1 and agree["ordinal_alpha"] is not None

@@ -40,7 +40,11 @@ def pairwise_panel(summary: pd.DataFrame, reference: str) -> plt.Figure | None:
         return None
     fig, ax = plt.subplots(figsize=(2 + 1.2 * len(rows), 3.5))
     x = np.arange(len(rows))
-    ax.bar(x - 0.2, rows["pairwise_win_rate"], 0.4, label=f"wins against {reference}")
+    win = rows["pairwise_win_rate"].to_numpy(float)
+    err = None
+    if {"pairwise_win_ci_low", "pairwise_win_ci_high"} <= set(rows.columns):
+        err = np.abs(np.vstack([win - rows["pairwise_win_ci_low"], rows["pairwise_win_ci_high"] - win]))
+    ax.bar(x - 0.2, win, 0.4, yerr=err, capsize=3, label=f"wins against {reference} (95 % interval over cases)")
     ax.bar(x + 0.2, rows["position_bias"], 0.4, label="position bias (verdict flips with A/B order)")
     ax.set_xticks(x, rows["model"])
     ax.set_ylim(0, 1)

@@ -74,9 +74,10 @@ def read_epmq(path: str | Path) -> dict[str, float]:
     return dict(zip(table["Model"].astype(str), table["EPM-Q"].astype(float)))
 
 
-def pairwise_rates(pairwise: pd.DataFrame) -> pd.DataFrame:
-    """Per model: the win rate against the reference (over both orders) and the position-bias rate."""
-    cols = ["model", "win_rate", "position_bias", "n_pairs"]
+def pairwise_rates(pairwise: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per model: the win rate against the reference (over both orders) with a bootstrap 95 % interval
+    over cases (each case's share of wins resampled), and the position-bias rate."""
+    cols = ["model", "win_rate", "win_ci_low", "win_ci_high", "position_bias", "n_pairs"]
     done = pairwise.dropna(subset=["winner"])
     if done.empty:
         return pd.DataFrame(columns=cols)
@@ -85,8 +86,10 @@ def pairwise_rates(pairwise: pd.DataFrame) -> pd.DataFrame:
         both = r.groupby(["case_id", "judge"]).filter(lambda g: set(g["order"]) == {"model_first", "reference_first"})
         flips = both.groupby(["case_id", "judge"]).apply(
             lambda g: g["winner"].nunique() > 1, include_groups=False)
+        per_case = (r["winner"] == model).groupby(r["case_id"]).mean()
+        low, high = bootstrap_ci(per_case.to_numpy(), n_boot, seed)
         rows.append({"model": model, "win_rate": float((r["winner"] == model).mean()),
-                     "position_bias": float(flips.mean()) if len(flips) else float("nan"), "n_pairs": len(flips)})
+                     "win_ci_low": low, "win_ci_high": high, "position_bias": float(flips.mean()) if len(flips) else float("nan"), "n_pairs": len(flips)})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -104,7 +107,7 @@ def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float, 
     and the pairwise rates where there are pairs."""
     models = models or list(dict.fromkeys(ratings["model"]))
     dims = dimension_table(ratings, n_boot, seed)
-    rates = pairwise_rates(pairwise) if pairwise is not None else pd.DataFrame(columns=["model"])
+    rates = pairwise_rates(pairwise, n_boot, seed) if pairwise is not None else pd.DataFrame(columns=["model"])
     rows = []
     for model in models:
         r = ratings[ratings["model"] == model]
@@ -116,7 +119,9 @@ def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float, 
         d = dims[dims["model"] == model].set_index("dimension")["score"]
         row.update({k: float(d.get(k, float("nan"))) for k in KEYS})
         p = rates[rates["model"] == model]
-        row["pairwise_win_rate"] = float(p["win_rate"].iloc[0]) if len(p) else float("nan")
+        for key, col in (("pairwise_win_rate", "win_rate"), ("pairwise_win_ci_low", "win_ci_low"),
+                         ("pairwise_win_ci_high", "win_ci_high")):
+            row[key] = float(p[col].iloc[0]) if len(p) else float("nan")
         row["position_bias"] = float(p["position_bias"].iloc[0]) if len(p) else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)

@@ -3,7 +3,7 @@
     ratings.csv     one row per (transcript, judge, dimension): score (expected 1-5 level), level, position
     pairwise.csv    one row per (model, case, judge, order) against nee.reference_model: the winner
     summary.csv     one row per model: nee (0-100) + 95% interval, n_ratings, epmq, composite, each dimension
-    panel_stats.csv one row per model: transcripts, failed ratings, pairwise win rate, position bias
+    panel_stats.csv one row per model: transcripts, failed ratings, pairwise win rate (+ 95 % interval over cases), position bias
     dimensions.csv  one row per (model, dimension): 0-100 score + interval (the plot's data)
     agreement.json  Krippendorff's alpha between the judges (interval on scores, ordinal on levels), position bias
     order.json      every judge's presentation order (reversible) and the compared pairs
@@ -36,7 +36,8 @@ RATING_COLUMNS = ["model", "case_id", "judge", "judge_model", "prompt_variant", 
 # summary.csv is the contract stage 07 reads (it takes every column after `composite` as a dimension);
 # the panel's other per-model numbers go to panel_stats.csv.
 SUMMARY_COLUMNS = ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite", *KEYS]
-STATS_COLUMNS = ["model", "n_transcripts", "n_failed", "pairwise_win_rate", "position_bias"]
+STATS_COLUMNS = ["model", "n_transcripts", "n_failed", "pairwise_win_rate", "pairwise_win_ci_low",
+                 "pairwise_win_ci_high", "position_bias"]
 PAIR_COLUMNS = ["model", "case_id", "judge", "judge_model", "prompt_variant", "order", "winner", "p_first",
                 "mode", "error"]
 
