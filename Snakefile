@@ -280,7 +280,7 @@ rule reward_model:
 rule policy:
     """Stage 03: GRPO of the policy against the routed generative rewards (echo) or the scalar one (the
     ablation), on the same hard-filtered prompts; then its win rate against the base on held-out prompts.
-    The shared RL data (policy/data/) is built by the first variant and reused while its settings hold."""
+    Each variant's RL data (policy/data/<variant>/, its own hard filter) is built once and reused while its settings hold."""
     input:
         py=f"{NOTEBOOKS}/03_policy_rl.py",
         manifest=f"{RUN}/models/manifest.json",
@@ -293,6 +293,7 @@ rule policy:
         train_log=f"{RUN}/policy/{{variant}}/train_log.csv",
         winrate=f"{RUN}/policy/{{variant}}/winrate.csv",
         figure=f"{RUN}/policy/{{variant}}/training.png",
+        hacking=f"{RUN}/policy/{{variant}}/hacking.png",
         adapter=directory(f"{RUN}/policy/{{variant}}/adapter"),
         nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
     wildcard_constraints:

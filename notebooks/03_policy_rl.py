@@ -63,14 +63,15 @@ print("reward model per domain:", ROUTES[variant])
 # %% [markdown]
 # ## The RL data, and the hard-prompt filter
 # Prompts are drawn from the train splits of stage 01 with the configured domain mix. The best-of-N
-# filter then samples a few replies per prompt from the initial policy and asks the (echo) reward
-# models about each; a prompt whose replies all win or all lose gives GRPO nothing to compare, so it
-# is dropped (filter.json lists every group's rewards). A reward-model output that does not parse
-# (think_first only; verdict-first reward models choose, and always answer) earns the middle of the
-# kind's range, neither a win nor a loss. The data is built once and shared by both variants.
+# filter then samples a few replies per prompt from the initial policy and asks this variant's own
+# reward models about each (`hard_filter.per_variant`; off, both variants use the echo rewards' choice);
+# a prompt whose replies all win or all lose gives GRPO nothing to compare, so it is dropped
+# (filter.json lists every group's rewards). The scalar reward is a continuous score, so it seldom
+# drops an empathy prompt. A reward-model output that does not parse (think_first only; verdict-first
+# reward models choose, and always answer) earns the middle of the kind's range, neither a win nor a loss.
 
 # %%
-prompts, heldout, data_report = stage.rl_data(cfg)
+prompts, heldout, data_report = stage.rl_data(cfg, variant)
 print("available:", data_report["available"], " drawn:", data_report["drawn"], " kept:", data_report["kept"])
 if "hard_filter" in data_report:
     hf = data_report["hard_filter"]
@@ -126,15 +127,28 @@ pd.DataFrame(summary).round(3)
 pd.DataFrame(rows)[["prompt_id", "judge", "order", "score", "variant_reply", "base_reply"]].head(6)
 
 # %% [markdown]
+# ### Reward hacking?
+# A hacked reward rises while what it was meant to measure does not: here, the training reward's
+# second half of the steps against its first, beside the held-out win rate of the independent judge
+# (which never trained the policy), and the reply length and repetition that a hacked reward drags
+# along (each flagged when it grows by more than a fifth). The scalar ablation is where the paper
+# expects this; the panels show each variant trained so far.
+
+# %%
+from echo_lib.report.rl_figures import HACKING_CURVES, rl_curves
+
+print(record["reward_hacking"]["verdict"])
+logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
+        if stage.policy_paths(cfg, v).train_log.exists()}
+fig = rl_curves(logs, HACKING_CURVES)
+fig.savefig(paths.dir / "hacking.png", dpi=120, bbox_inches="tight")
+
+# %% [markdown]
 # ## Training curves
 # This variant's curves beside those of any other variant already trained in this run (stage 07 draws
 # the same figure for the paper once both are done). The two variants' rewards come from different
 # reward models, so compare the shapes of their reward curves, and the monitors directly.
 
 # %%
-from echo_lib.report.rl_figures import rl_curves
-
-logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
-        if stage.policy_paths(cfg, v).train_log.exists()}
 fig = rl_curves(logs)
 fig.savefig(paths.dir / "training.png", dpi=120, bbox_inches="tight")

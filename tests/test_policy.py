@@ -11,8 +11,8 @@ from echo_lib.llm import Sampling
 from echo_lib.policy.data import (RLPrompt, chitchat_prompts, empathy_prompts, exchanges, mix, policy_chat,
                                   turns_as_messages)
 from echo_lib.policy.hard_filter import hard_filter
-from echo_lib.policy.monitors import (format_violation, group_repetition, is_advice_list, is_ornate,
-                                     reply_monitors)
+from echo_lib.policy.monitors import (format_violation, group_repetition, hacking_check, half_means,
+                                     is_advice_list, is_ornate, reply_monitors)
 from echo_lib.policy.rewards import RolloutLog, needed_kinds, step_stats, variant_rewards
 from echo_lib.policy.winrate import judge_independent, judge_with_rm, summarise
 from echo_lib.provenance import write_jsonl
@@ -295,6 +295,26 @@ def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, mo
     assert len(stage.rl_data(cfg2)[0]) == 4
 
 
+def test_each_variant_filters_with_its_own_reward_unless_told_otherwise(tmp_path):
+    from echo_lib.config import load_config
+    from echo_lib.policy import stage
+    own = load_config(results_dir=str(tmp_path), run_name="t")
+    assert own.policy.hard_filter.per_variant and own.policy.grpo.scale_rewards == "group"
+    assert [stage.filter_variant(own, v) for v in ("echo", "scalar")] == ["echo", "scalar"]
+    assert stage.data_dir(own, "scalar") == tmp_path / "t" / "policy" / "data" / "scalar"
+    shared = load_config(results_dir=str(tmp_path), run_name="t", policy={"hard_filter": {"per_variant": False}})
+    assert stage.filter_variant(shared, "scalar") == "echo" and stage.data_dir(shared, "scalar") == tmp_path / "t" / "policy" / "data"
+    off = load_config(results_dir=str(tmp_path), run_name="t", policy={"hard_filter": {"enabled": False}})
+    assert stage.filter_variant(off, "scalar") is None and stage.data_dir(off, "scalar") == stage.data_dir(off, "echo")
+
+
+def test_scale_rewards_reaches_grpo_config(tmp_path):
+    from echo_lib.policy.params import PolicyGRPO, PolicyParams
+    from echo_lib.policy.train import grpo_config
+    cfg = grpo_config(PolicyParams(grpo=PolicyGRPO(scale_rewards="none")), tmp_path, 0, use_cpu=True)
+    assert cfg.scale_rewards == "none"
+
+
 def test_signal_gate_counts_only_spreads_of_parsed_verdicts():
     from echo_lib.policy.monitors import learning_signal, signal_stats
     from echo_lib.policy.rewards import Judged
@@ -310,3 +330,18 @@ def test_signal_gate_counts_only_spreads_of_parsed_verdicts():
     assert gate["signal_by_domain"] == {"empathy": pytest.approx(0.4167, abs=1e-4), "chitchat": 0.0}
     assert not gate["has_signal"] and "no learning signal" in gate["verdict"]
     assert learning_signal([{"signal_empathy": 0.75, "signal_chitchat": None}])["has_signal"]
+
+
+def test_hacking_check_flags_a_reward_the_independent_judge_does_not_share():
+    rows = [{"reward": r, "reply_length": n, "repetition": 0.2} for r, n in ((0.1, 20), (0.2, 20), (0.5, 30), (0.7, 34))]
+    assert half_means([0.1, None, 0.3, float("nan")]) == (0.1, 0.3) and half_means([1.0]) is None
+    flat = {"judge": "independent", "win_rate": 0.5, "ci_low": 0.3, "ci_high": 0.7}
+    check = hacking_check(rows, flat)
+    assert check["halves"]["reward"] == pytest.approx([0.15, 0.6]) and len(check["findings"]) == 2
+    assert check["verdict"].startswith("possible reward hacking: the training reward rose (0.150 -> 0.600")
+    assert "replies grew longer (reply_length 20.000 -> 32.000)" in check["verdict"]
+    # the judge that never trained the policy agrees (interval above 0.5) and the length holds: no flag
+    steady = [{**r, "reply_length": 20} for r in rows]
+    assert hacking_check(steady, {**flat, "win_rate": 0.8, "ci_low": 0.6, "ci_high": 0.95})["findings"] == []
+    # no independent judgment: the reward trend alone is not read as hacking
+    assert hacking_check(steady, None)["verdict"] == "no sign of reward hacking at this scale"

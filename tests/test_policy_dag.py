@@ -1,4 +1,4 @@
-"""Stage 03 in the ci DAG: both variants trained on the same filtered prompts, their logs, win rates,
+"""Stage 03 in the ci DAG: each variant trained on the prompts its own hard filter kept, their logs, win rates,
 and the sandbox + EPM comparison of base / echo / scalar (uses the session's ci run, tests/conftest.py)."""
 import json
 
@@ -10,14 +10,16 @@ from echo_lib.policy.train import LOG_COLUMNS
 pytestmark = pytest.mark.slow
 
 
-def test_both_variants_train_on_the_same_data(ci_run):
+def test_each_variant_trains_on_its_own_filtered_data(ci_run):
     run_dir, _ = ci_run
-    filt = json.loads((run_dir / "policy" / "data" / "filter.json").read_text())
-    kept = sum(filt["kept"].values())
-    assert kept >= 2 and filt["hard_filter"]["kept"] == kept
     metrics = {v: json.loads((run_dir / "policy" / v / "metrics.json").read_text()) for v in ("echo", "scalar")}
     for variant, m in metrics.items():
+        filt = json.loads((run_dir / "policy" / "data" / variant / "filter.json").read_text())
+        kept = sum(filt["kept"].values())
+        assert filt["settings"]["filter_reward"] == variant and filt["hard_filter"]["kept"] == kept >= 2
         assert m["steps"] == 2 and m["data"]["kept"] == filt["kept"] and m["peak_rss_mb"] > 0
+        assert set(m["reward_hacking"]) == {"halves", "findings", "verdict"}
+        assert (run_dir / "policy" / variant / "hacking.png").stat().st_size > 0
         log = pd.read_csv(run_dir / "policy" / variant / "train_log.csv")
         assert list(log.columns) == LOG_COLUMNS and list(log.step) == [1, 2]
         assert log.entropy.notna().all() and log.reply_length.notna().all()
@@ -31,7 +33,8 @@ def test_both_variants_train_on_the_same_data(ci_run):
 
 def test_win_rates_are_written_per_judge(ci_run):
     run_dir, _ = ci_run
-    heldout = (run_dir / "policy" / "data" / "heldout.jsonl").read_text().splitlines()
+    heldout = (run_dir / "policy" / "data" / "echo" / "heldout.jsonl").read_text().splitlines()
+    assert heldout == (run_dir / "policy" / "data" / "scalar" / "heldout.jsonl").read_text().splitlines()
     assert 1 <= len(heldout) <= 2                              # policy.winrate.max_prompts in config/ci.yaml
     for variant in ("echo", "scalar"):
         table = pd.read_csv(run_dir / "policy" / variant / "winrate.csv")

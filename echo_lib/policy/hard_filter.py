@@ -3,8 +3,8 @@ policy, judge them with the reward models, and drop the prompts that carry no gr
 because every reply already wins (all better than the anchor; all judged human) or every reply loses
 (all worse; all machine). GRPO learns nothing from a group whose rewards are all equal.
 
-The filter always judges with the echo variant's routed rewards (the anchored verdicts), and both
-variants train on what it keeps: the ablation changes the reward, not the data.
+The caller chooses whose routed rewards judge (echo_lib.policy.stage.filter_variant: by default each
+variant its own, so neither arm's prompts are chosen by the other's reward models).
 """
 from __future__ import annotations
 

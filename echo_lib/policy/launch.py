@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     path = Path(args.config)
     cfg = load_config(json.loads(path.read_text()) if path.suffix == ".json" else path)
-    prompts, _, _ = stage.rl_data(cfg)
+    prompts, _, _ = stage.rl_data(cfg, args.variant)
     result = stage.train_here(cfg, args.variant, prompts)
     print(f"{result.steps} steps in {result.seconds:.0f} s -> {result.adapter_dir}")
     return 0

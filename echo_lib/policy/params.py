@@ -30,6 +30,8 @@ class PolicyGRPO:
     epsilon: float = 0.2            # PPO clip (lower); no effect while TRL runs one pass per batch (on-policy)
     epsilon_high: float = 0.28      # PPO clip (upper, DAPO-style)
     format_penalty: float = 1.0     # subtracted when a reply has a role prefix or a think tag (0 = off)
+    scale_rewards: str = "group"    # TRL's advantage scaling: group (its default), batch, or none, which keeps
+                                    # the reward scale the scalar-vs-discrete comparison is about
     use_vllm: bool = False          # rollouts with vLLM (GPU scale; TRL's vllm_mode below)
     vllm_mode: str = "colocate"     # colocate: vLLM inside the training processes; server: `trl vllm-serve`
 
@@ -39,6 +41,7 @@ class HardFilter:
     """Best-of-N prompt filtering (METHOD.md 4.2): sample N replies from the initial policy, judge each,
     drop prompts whose N replies all win or all lose (no group-relative signal)."""
     enabled: bool = True
+    per_variant: bool = True        # each variant filters with its own reward (false: both with echo's)
     samples: int = 4                # paper: 8
     max_new_tokens: int = 48
 

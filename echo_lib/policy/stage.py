@@ -1,15 +1,18 @@
-"""Stage 03 end to end for one variant: the RL data (shared), GRPO, the win rate against the base.
+"""Stage 03 end to end for one variant: the RL data, GRPO, the win rate against the base.
 
-    results/<run>/policy/data/{train,heldout}.jsonl   the RL prompts after the hard filter; held-out prompts
-    results/<run>/policy/data/filter.json             what the hard filter kept and dropped, and why
+    results/<run>/policy/data/<variant>/{train,heldout}.jsonl   the RL prompts after the variant's hard filter
+                                                      (policy/data/ itself when the prompts are shared)
+    results/<run>/policy/data/<variant>/filter.json   what the hard filter kept and dropped, and why
     results/<run>/policy/<variant>/adapter/           the trained LoRA adapter (the sandbox's model <variant>)
     results/<run>/policy/<variant>/train_log.csv      per step: reward, KL, entropy and the monitors
     results/<run>/policy/<variant>/winrate.csv        the variant against the base, per judge
     results/<run>/policy/<variant>/winrate_rows.jsonl every judgment with the two replies
     results/<run>/policy/<variant>/metrics.json       steps, time, memory, data counts, provenance
 
-The data is built once and reused by every variant while its settings are unchanged (`filter.json`
-records them), so the ablation trains on exactly the same prompts.
+The data is built once and reused while its settings are unchanged (`filter.json` records them). With
+hard_filter.per_variant (the default) each variant's own reward filters its prompts, so the scalar arm
+never trains on prompts the echo reward models chose; with it off, or with no filter, both variants
+train on exactly the same prompts.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from pathlib import Path
 from echo_lib.llm import Sampling
 from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mix, policy_chat, read_prompts
 from echo_lib.policy.hard_filter import hard_filter
+from echo_lib.policy.monitors import hacking_check, learning_signal
 from echo_lib.policy.params import VARIANTS
 from echo_lib.policy.rewards import RolloutLog, needed_kinds, variant_rewards
 from echo_lib.policy.train import PolicyTrainResult, grpo_rows, train_policy
@@ -48,8 +52,19 @@ def policy_paths(cfg, variant: str) -> PolicyPaths:
     return PolicyPaths(cfg.run_dir / "policy" / check_variant(variant))
 
 
-def data_dir(cfg) -> Path:
-    return cfg.run_dir / "policy" / "data"
+def filter_variant(cfg, variant: str) -> str | None:
+    """Whose reward chooses a variant's RL prompts: its own (hard_filter.per_variant), echo's, or nobody's."""
+    f = cfg.policy.hard_filter
+    if not f.enabled:
+        return None
+    return check_variant(variant) if f.per_variant else "echo"
+
+
+def data_dir(cfg, variant: str = "echo") -> Path:
+    """policy/data/ when both variants train on the same prompts, policy/data/<variant>/ when each filters
+    with its own reward."""
+    shared = cfg.run_dir / "policy" / "data"
+    return shared / variant if cfg.policy.hard_filter.enabled and cfg.policy.hard_filter.per_variant else shared
 
 
 def system_prompt(cfg) -> str | None:
@@ -102,25 +117,25 @@ def reward_models(cfg, kinds):
 # RL data
 
 
-def data_settings(cfg) -> dict:
+def data_settings(cfg, variant: str) -> dict:
     p = cfg.policy
-    return {"empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
+    return {"filter_reward": filter_variant(cfg, variant), "empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
             "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
             "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
             "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
-            "inputs": input_fingerprints(cfg)}
+            "inputs": input_fingerprints(cfg, variant)}
 
 
-def input_fingerprints(cfg) -> dict[str, str | None]:
-    """Content hashes of the stage 01 files and the echo reward models the data is built from."""
+def input_fingerprints(cfg, variant: str) -> dict[str, str | None]:
+    """Content hashes of the stage 01 files and the reward models the filter judges with."""
     import hashlib
 
     from echo_lib.llm.hf import fingerprint
     from echo_lib.rewards.stage import rm_paths
     out = {str(f): hashlib.sha256(f.read_bytes()).hexdigest()[:16] if f.exists() else None
            for f in source_files(cfg)}
-    if cfg.policy.hard_filter.enabled:
-        out |= {f"rm/{k}": fingerprint(rm_paths(cfg, k).adapter) for k in needed_kinds("echo")}
+    if (by := filter_variant(cfg, variant)) is not None:
+        out |= {f"rm/{k}": fingerprint(rm_paths(cfg, k).adapter) for k in needed_kinds(by)}
     return out
 
 
@@ -129,12 +144,13 @@ def source_files(cfg) -> list[Path]:
     return [d / "empathy" / "train.jsonl", d / "humanlike" / "train.jsonl", d / "empathy" / "test.jsonl"]
 
 
-def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
-    """(train prompts, held-out prompts, filter report): read from policy/data/ when it was built with the
-    same settings, else built (the hard filter samples the base policy and asks the echo reward models)."""
+def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt], dict]:
+    """A variant's (train prompts, held-out prompts, filter report): read from its data_dir when built with
+    the same settings, else built (the hard filter samples the base policy and asks the reward models of
+    filter_variant)."""
     from echo_lib.provenance import provenance, write_json, write_jsonl
-    out = data_dir(cfg)
-    settings = data_settings(cfg)
+    out = data_dir(cfg, variant)
+    settings = data_settings(cfg, variant)
     if (out / "filter.json").exists():
         built = json.loads((out / "filter.json").read_text())
         if built["settings"] == settings:
@@ -146,9 +162,9 @@ def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
     report = {"available": {"empathy": len(emp_train), "chitchat": len(chat_train)},
               "drawn": {d: sum(x.domain == d for x in drawn) for d in ("empathy", "chitchat")}}
     kept = drawn
-    if p.hard_filter.enabled:
+    if (by := filter_variant(cfg, variant)) is not None:
         from echo_lib.llm import load_llm
-        funcs = variant_rewards("echo", reward_models(cfg, needed_kinds("echo")), 0.0)
+        funcs = variant_rewards(by, reward_models(cfg, needed_kinds(by)), 0.0)
         f = p.hard_filter
         sampling = Sampling(temperature=p.grpo.temperature, top_p=p.grpo.top_p, max_new_tokens=f.max_new_tokens,
                             seed=cfg.seed)
@@ -160,7 +176,8 @@ def rl_data(cfg) -> tuple[list[RLPrompt], list[RLPrompt], dict]:
     heldout = emp_test[:p.winrate.max_prompts] if p.winrate.max_prompts else emp_test
     write_jsonl(out / "train.jsonl", (x.row() for x in kept))
     write_jsonl(out / "heldout.jsonl", (x.row() for x in heldout))
-    record = {"settings": settings, **report, "provenance": provenance(cfg, stage="03_policy_rl", step="rl_data")}
+    record = {"settings": settings, **report,
+              "provenance": provenance(cfg, stage="03_policy_rl", step="rl_data", variant=variant)}
     write_json(out / "filter.json", record)
     return kept, heldout, record
 
@@ -225,10 +242,9 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     return summary, rows
 
 
-def learning_signal(rows: list[dict]) -> dict:
-    """Whether GRPO had groups with a parsed reward spread to learn from (echo_lib.policy.monitors)."""
-    from echo_lib.policy.monitors import learning_signal as signal
-    return signal(rows)
+def independent_row(winrate_summary: list[dict]) -> dict | None:
+    """The held-out win rate of the judge that was not trained on (the reward-hacking check reads it)."""
+    return next((r for r in winrate_summary if r["judge"] == "independent"), None)
 
 
 def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
@@ -247,6 +263,7 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
               "hard_filter": {k: v for k, v in (data_report.get("hard_filter") or {}).items() if k != "rewards"},
               "final": trained.rows[-1] if trained.rows else None, "winrate": winrate_summary,
               "learning_signal": learning_signal(trained.rows),
+              "reward_hacking": hacking_check(trained.rows, independent_row(winrate_summary)),
               "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg, stage="03_policy_rl",
                                                                                  variant=variant)}
     write_json(paths.metrics, record)

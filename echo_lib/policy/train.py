@@ -64,7 +64,7 @@ def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       gradient_accumulation_steps=g.gradient_accumulation_steps, num_generations=g.num_generations, max_completion_length=g.max_completion_length,
                       temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
-                      epsilon_high=g.epsilon_high, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
+                      epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
                       data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
                       disable_tqdm=True)

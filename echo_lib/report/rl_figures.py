@@ -24,6 +24,10 @@ CURVES = [("reward", "Training reward (own RM)"), ("reward_empathy", "Reward, em
           ("ornate_rate", "Ornate / bracketed-action rate"), ("advice_list_rate", "Advice-list rate"),
           ("repetition", "Repetition across the group")]
 
+# The reward-hacking panels (issue 16 section 3): the reward against what a hacked reward drags along.
+HACKING_CURVES = [("reward", "Training reward (own RM)"), ("reply_length", "Reply length (tokens)"),
+                  ("repetition", "Repetition across the group"), ("ornate_rate", "Ornate / bracketed-action rate")]
+
 
 def rl_curves(logs: Mapping[str, pd.DataFrame], curves: list[tuple[str, str]] = CURVES) -> plt.Figure:
     """One panel per monitored quantity, the variants side by side as lines over optimizer steps.
