@@ -28,8 +28,12 @@
 #   judges (target 0.40) and its position bias, the share of A/B comparisons whose winner changes when
 #   the chats swap places (target at most 0.20).
 #
-# Beside them: chance (0.5) and the *length rule*, a probe that always prefers the longer reply. A judge
-# that beats neither is not measuring empathy, and the comparisons that rely on it say nothing.
+# Beside them: chance (0.5), the *length rule*, a probe that always prefers the longer reply, and an
+# *embedding probe*: a linear A/B model on sentence embeddings (all-MiniLM-L6-v2) fit on the dev items,
+# with its label-shuffle twin (half the dev labels swapped at random), which should sit near chance.
+# The probe says how much of the answer a shallow reader of the text can learn from the dev part: a
+# judge far below it is not reading what the text gives away. A judge that beats neither chance nor the
+# length rule is not measuring empathy, and the comparisons that rely on it say nothing.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand

@@ -44,6 +44,8 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
     (run_dir / "judges").mkdir(parents=True, exist_ok=True)
     (run_dir / "judges" / "sensitivity.json").write_text(json.dumps({
         "set": {"n_items": 36, "split": "heldout"}, "length_rule": {"accuracy": 0.5, "accuracy_ci": [0.33, 0.65]},
+        "probe": {"accuracy": 0.9722, "accuracy_ci": [0.92, 1.0], "n": 36, "n_dev": 36,
+                  "shuffled": {"accuracy": 0.3611, "accuracy_ci": [0.22, 0.53], "n": 36}},
         "sandbox_judge": {"model": "tiny_judge", "accuracy": 0.8611, "accuracy_ci": [0.75, 0.97], "n": 36},
         "nee": {"models": ["tiny_judge"], "accuracy": 0.8333, "accuracy_ci": [0.72, 0.94], "alpha": 0.5125,
                 "position_bias": 0.0556},

@@ -73,6 +73,7 @@ def test_judge_sensitivity_is_measured_and_shown_before_the_comparisons(ci_run):
                                   else 0.0) for r in s["items"] if "preferred" in r)
     assert set(panel["judges"]) == {f"{m}/v{v}" for m in panel["models"] for v in (1, 2)} and panel["n"] == n
     assert set(record["passed"]) == {"sandbox_judge_accuracy", "nee_accuracy", "nee_alpha", "nee_position_bias"}
+    assert record["probe"]["n"] == n and record["probe"]["n_dev"] == 36   # fit on every dev item of the shipped set
     for notebook in ("04_sandbox_base", "06_nee_panel"):
         executed = (run_dir / "notebooks" / f"{notebook}.ipynb").read_text()
         assert f"sandbox judge ({s['model']}, choose" in executed and "NEE panel: Krippendorff alpha" in executed, notebook

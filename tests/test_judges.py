@@ -156,6 +156,32 @@ def test_nee_panel_reading_backwards(tmp_path):
     assert out["accuracy"] == 0.0 and out["pairwise_accuracy"] == 0.0 and out["position_bias"] == 0.0
 
 
+# ---- the embedding probe ---------------------------------------------------------------------------------------
+
+def word_embed(texts):
+    """A toy embedder: counts of a few marker words (the toy set's good replies say GOOD, poor ones POOR)."""
+    import numpy as np
+    return np.array([[t.count("GOOD"), t.count("POOR"), t.count("week"), 1.0] for t in texts])
+
+
+def test_probe_learns_the_marker_and_its_twins_do_not(tmp_path):
+    import numpy as np
+    from echo_lib.judges.probe import embedding_probe, fit_pairwise, pair_differences, score_heldout
+    items = load_set(toy_set(tmp_path, n=8))
+    dev, held = select(items, "dev"), select(items, "heldout")
+    out = embedding_probe(dev, held, word_embed, n_boot=100, seed=0)
+    assert out["accuracy"] == 1.0 and out["n"] == 4 and out["accuracy_ci"] == [1.0, 1.0]
+    assert out["shuffled"]["share_swapped"] == 0.5
+    # every dev label swapped: the antisymmetric probe learns the marker backwards
+    backwards = fit_pairwise(pair_differences(dev, word_embed), np.zeros(len(dev), dtype=bool), 0)
+    assert score_heldout(backwards, pair_differences(held, word_embed), 100, 0)["accuracy"] == 0.0
+    # features that do not tell the replies apart: every held-out item is a tie
+    flat = embedding_probe(dev, held, lambda texts: np.ones((len(texts), 3)), n_boot=100, seed=0)
+    assert flat["accuracy"] == 0.5
+    with pytest.raises(ValueError, match="dev and held-out"):
+        embedding_probe([], held, word_embed, 100, 0)
+
+
 # ---- the stage ------------------------------------------------------------------------------------------------
 
 def test_stage_writes_the_record_with_its_targets(tmp_path):
@@ -165,8 +191,9 @@ def test_stage_writes_the_record_with_its_targets(tmp_path):
     cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
                        "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
                        "judges": {"set": str(toy_set(tmp_path, n=8)), "bootstrap": 100}, "llm": {"progress": False}})
-    record = run_sensitivity(cfg, llms={"judge": ToyLLM("sees")})
+    record = run_sensitivity(cfg, llms={"judge": ToyLLM("sees")}, embed=word_embed)
     saved = json.loads((tmp_path / "results/t/judges/sensitivity.json").read_text())
+    assert saved["probe"]["accuracy"] == 1.0 and saved["probe"]["n_dev"] == 4 and saved["probe"]["n"] == 4
     assert saved["sandbox_judge"]["accuracy"] == 1.0 and saved["sandbox_judge"]["n"] == 4
     assert saved["nee"]["accuracy"] == 1.0 and saved["nee"]["position_bias"] == 0.0
     assert set(saved["nee"]["judges"]) == {"judge/v1", "judge/v2"}

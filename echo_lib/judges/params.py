@@ -33,5 +33,6 @@ class JudgeSensitivityParams:
     max_items: int = 0              # the first N items of the split (0 = all); the ci run keeps a few
     sandbox_judge: bool = True      # test roles.judge with the sandbox's rubric (sandbox_run.judge settings)
     nee: bool = True                # test the NEE panel (roles.nee_judges, nee settings)
+    probe: bool = True              # held-out split: the embedding probe fit on dev, and its shuffle twin
     bootstrap: int = 1000           # resamples for the intervals
     train: JudgeTrainParams = field(default_factory=JudgeTrainParams)

@@ -5,8 +5,10 @@
                                              "length_rule": {...}, "thresholds", "passed", "set", "provenance"}
     results/<run>/judges/sensitivity.png    accuracies with their intervals, chance, the length rule, the targets
 
-The length rule (prefer the longer reply) is the simple probe beside the judges: a judge that does no
-better than it may be reading length, not empathy. Chance is 0.5. The thresholds are here, so the
+Two references stand beside the judges: the length rule (prefer the longer reply; a judge no better may be
+reading length, not empathy) and, on the held-out split, a pairwise linear probe on sentence embeddings fit
+on the dev items, with its label-shuffle twin (echo_lib.judges.probe: what a shallow reader of the text can
+learn from the dev part). Chance is 0.5. The thresholds are here, so the
 notebook, the paper and the tests read the same.
 """
 from __future__ import annotations
@@ -54,6 +56,19 @@ def length_rule(items, n_boot: int, seed: int) -> dict:
     return summarise([preference(len(it.good.split()), len(it.poor.split())) for it in items], n_boot, seed)
 
 
+def run_probe(cfg, items, embed=None) -> dict | None:
+    """The embedding probe fit on the dev items, scored on `items` (None unless they are the held-out split)."""
+    from echo_lib.judges.probe import embedding_probe
+    from echo_lib.judges.sensitivity_set import load_set, select
+    if not cfg.judges.probe or cfg.judges.split != "heldout":
+        return None
+    if embed is None:
+        from echo_lib.rewards.probe import load_embedder
+        embed = load_embedder()
+    dev = select(load_set(set_path(cfg)), "dev")
+    return embedding_probe(dev, items, embed, cfg.judges.bootstrap, cfg.seed)
+
+
 def run_sandbox_judge(cfg, items, llm=None) -> dict:
     from echo_lib.judges.sensitivity import sandbox_judge_sensitivity
     from echo_lib.llm import load_llm
@@ -89,14 +104,17 @@ def passed(record: dict) -> dict[str, bool]:
     return out
 
 
-def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None) -> dict:
+def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None, embed=None) -> dict:
     """Both instruments (as judges.sandbox_judge / judges.nee say) on the configured split; writes the record.
-    `llms` maps model names to LLM objects (tests pass fakes); the others load from the config."""
+    `llms` maps model names to LLM objects and `embed` is the probe's embedder (tests pass fakes); the
+    others load from the config."""
     from echo_lib.provenance import provenance, write_json
     llms = llms or {}
     items = items_for(cfg)
     record = {"scale": cfg.scale, "set": {"path": str(set_path(cfg)), "split": cfg.judges.split, "n_items": len(items)},
               "chance": 0.5, "length_rule": length_rule(items, cfg.judges.bootstrap, cfg.seed)}
+    if (probe := run_probe(cfg, items, embed)) is not None:
+        record["probe"] = probe
     if cfg.judges.sandbox_judge:
         record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms.get(cfg.roles.judge))
     if cfg.judges.nee:
@@ -136,6 +154,10 @@ def verdict_lines(record: dict) -> str:
     ok = record["passed"]
     lines = [f"sensitivity set: {record['set']['n_items']} {record['set']['split']} items; chance 0.5, "
              f"length rule {record['length_rule']['accuracy']:.3f} {record['length_rule']['accuracy_ci']}"]
+    if "probe" in record:
+        p = record["probe"]
+        lines.append(f"embedding probe (fit on {p['n_dev']} dev items): {p['accuracy']:.3f} {p['accuracy_ci']}; "
+                     f"its label-shuffle twin {p['shuffled']['accuracy']:.3f} {p['shuffled']['accuracy_ci']}")
     if "sandbox_judge" in record:
         s = record["sandbox_judge"]
         lines.append(f"sandbox judge ({s['model']}, {s['mode']}{', calibrated' if s['calibrate'] else ''}): accuracy "
@@ -156,6 +178,10 @@ def verdict_lines(record: dict) -> str:
 def sensitivity_figure(record: dict):
     import matplotlib.pyplot as plt
     bars = [("length rule", record["length_rule"]["accuracy"], record["length_rule"]["accuracy_ci"], "C7")]
+    if "probe" in record:
+        p = record["probe"]
+        bars += [("embedding probe", p["accuracy"], p["accuracy_ci"], "C7"),
+                 ("probe, shuffled", p["shuffled"]["accuracy"], p["shuffled"]["accuracy_ci"], "C7")]
     if "sandbox_judge" in record:
         s = record["sandbox_judge"]
         bars.append(("sandbox judge", s["accuracy"], s["accuracy_ci"], "C0"))

@@ -53,6 +53,11 @@ def judge_sensitivity(record: Mapping) -> pd.DataFrame:
     t, rows = record["thresholds"], []
     rows.append({"Instrument": "length rule (probe)", "Accuracy": record["length_rule"]["accuracy"],
                  "95% CI": ci(record["length_rule"]["accuracy_ci"]), "Target": "", "Alpha": None, "Position bias": None})
+    if "probe" in record:
+        p = record["probe"]
+        for name, r in (("embedding probe (fit on dev)", p), ("embedding probe, labels shuffled", p["shuffled"])):
+            rows.append({"Instrument": name, "Accuracy": r["accuracy"], "95% CI": ci(r["accuracy_ci"]), "Target": "",
+                         "Alpha": None, "Position bias": None})
     if "sandbox_judge" in record:
         s = record["sandbox_judge"]
         rows.append({"Instrument": f"sandbox judge ({s['model']})", "Accuracy": s["accuracy"], "95% CI": ci(s["accuracy_ci"]),
