@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make all    set up .venv if missing, then run the whole DAG at the tiny scale (config/default.yaml)
 #   make test   set up .venv if missing, then run the test suite (what CI runs, via .ci/run)
-# Other targets: make setup | lock | dry-run | lab | clean
+# Other targets: make setup | paper-toolchain | lock | dry-run | lab | clean
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -26,19 +26,33 @@ LOCK_PYTHON ?= 3.11
 LOCK_PLATFORM ?= x86_64-manylinux_2_28
 LOCK_FLAGS ?=
 
-.PHONY: all test setup lock check-python dry-run lab clean
+.PHONY: all test setup paper-toolchain lock check-python dry-run lab clean
 
-# The sampled reply of stage 00 is printed even when a later stage fails (the DAG keeps going).
+# The sampled reply of stage 00 is printed even when a later stage fails (the DAG keeps going); after
+# a complete run, the browsable report is written and the run's paper, claims and report are named.
 REPLY := results/tiny/models/smoke_chat.md
-all: $(VENV)/.installed
+PAPER_PDF := paper/main.pdf
+CLAIMS := paper/claims.md
+REPORT := results/tiny/report.html
+all: setup
 	$(BIN)/snakemake --cores $(CORES); status=$$?; \
 	  if [ -f $(REPLY) ]; then echo; echo "Stage 00's sampled reply ($(REPLY)):"; cat $(REPLY); fi; \
+	  if [ $$status -eq 0 ]; then $(BIN)/snakemake --cores 1 --report $(REPORT) > $(REPORT).log 2>&1 \
+	    || echo "snakemake --report failed; see $(REPORT).log"; fi; \
+	  echo; for f in $(PAPER_PDF) $(CLAIMS) $(REPORT); do \
+	    if [ -f $$f ]; then echo "written: $$f"; else echo "missing: $$f"; fi; done; \
 	  exit $$status
 
-test: $(VENV)/.installed
+test: setup
 	$(BIN)/pytest
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed paper-toolchain
+
+# The paper's toolchain (latexmk + TeX Live with lmodern for main.pdf, poppler's pdftotext for the test
+# that reads it back): on Debian/Ubuntu as root one apt-get install, skipped when all of it is there;
+# elsewhere the command to run is printed (echo_lib/report/toolchain.py holds the package list).
+paper-toolchain: $(VENV)/.installed
+	$(BIN)/python -m echo_lib.report.toolchain install
 
 # Installs exactly the lock, hashes checked: first torch alone (torch==2.13.0+cpu) from TORCH_INDEX, then
 # everything else from pip's indexes (torch is then already there), then the package itself (editable).
