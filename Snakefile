@@ -466,8 +466,9 @@ rule nee:
 # ---- Stage 07: the paper -------------------------------------------------------------------------
 from echo_lib.report.params import PaperParams, paper_dir, paper_outputs
 
-PAPER_DIR = paper_dir(PaperParams(**config["paper"]), config["results_dir"], config["run_name"])
-PAPER = paper_outputs(PAPER_DIR)
+PAPER_PARAMS = PaperParams(**config["paper"])
+PAPER_DIR = paper_dir(PAPER_PARAMS, config["results_dir"], config["run_name"])
+PAPER = paper_outputs(PAPER_DIR, pdf=PAPER_PARAMS.build_pdf)
 PAPER_INPUTS = {   # every stage output the paper reads (the notebook fails on any that is missing)
     "judges": [f"{RUN}/judges/sensitivity.json"],
     "epm": [f"{RUN}/epm/{f}.csv" for f in ("summary", "per_case", "intervals", "paired")],
@@ -480,7 +481,8 @@ PAPER_INPUTS = {   # every stage output the paper reads (the notebook fails on a
 
 rule paper:
     """Stage 07: the paper's tables (LaTeX + CSV), figures (PDF + PNG) and claims table from this run's
-    results; then main.pdf with latexmk when it is installed (not an output: a TeX toolchain is optional)."""
+    results, then main.pdf (latexmk or tectonic; `make setup` installs the toolchain). A missing engine or
+    a failed LaTeX run fails the rule with main.log's error lines; paper.build_pdf: false skips the PDF."""
     input:
         py=f"{NOTEBOOKS}/07_paper.py",
         tex="paper/main.tex",
@@ -495,6 +497,7 @@ rule paper:
                  for p in PAPER["figures"]],
         claims=[report(p, category="Paper", subcategory="Claims") if p.endswith(".csv") else p
                 for p in PAPER["claims"]],
+        pdf=[report(p, category="Paper", subcategory="PDF") for p in PAPER["pdf"]],
         nb=f"{NB}/07_paper.ipynb",
     params:
         paper=config["paper"],

@@ -21,12 +21,15 @@
 #   this code, and `macros.tex` with the run's facts (scale, judges, ...) for the text;
 # * `figures/*.pdf` + `.png`: the EPM figures (redrawn from stage 05's tables), the reward models'
 #   accuracy and the RL curves of the echo reward vs the scalar ablation;
+# * `tables/macros.tex`: every number of `main.tex`'s prose (results with their intervals), read from
+#   these tables exactly as they print, so the text never holds a typed-in number;
 # * `claims.md` / `claims.tex`: each number the Echo-N1 paper reports, in a column labelled
 #   **reported**, beside what this run measured for the model that stands for it, with both scales and
 #   judges named. The published numbers appear nowhere else.
 #
-# Nothing is filled in: a missing result file stops the notebook with its path and the stage that
-# writes it. At the tiny scale the numbers describe a 135M model judged by itself, not Echo-N1.
+# Then `main.pdf` is typeset here (latexmk or tectonic); a LaTeX error stops the notebook with the
+# log's error lines. Nothing is filled in: a missing result file stops the notebook with its path and
+# the stage that writes it. At the tiny scale the numbers describe a 135M model judged by itself, not Echo-N1.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
@@ -47,7 +50,7 @@ import pandas as pd
 from echo_lib.provenance import provenance, write_json
 from echo_lib.report import claims as claims_mod
 from echo_lib.report import epm_figures, inputs, paper_tables, rl_figures
-from echo_lib.report.latex import build_pdf, copy_sources
+from echo_lib.report.latex import OVERFULL_TOLERANCE_PT, build_pdf, copy_sources
 from echo_lib.report.params import paper_dir as default_paper_dir
 from echo_lib.report.tables import write_macros, write_table
 
@@ -65,7 +68,7 @@ print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
 # %%
 sensitivity = paper_tables.judge_sensitivity(inputs.read_json(run / "judges" / "sensitivity.json"))
-write_table(sensitivity, tables, "judge_sensitivity")
+write_table(sensitivity, tables, "judge_sensitivity", wrap_headers=True)
 sensitivity
 
 # %% [markdown]
@@ -82,12 +85,13 @@ nee = inputs.read_csv(run / "nee" / "summary.csv", inputs.NEE_SUMMARY)
 alpha = inputs.agreement_alpha(run / "nee" / "agreement.json")
 intervals = inputs.read_csv(run / "epm" / "intervals.csv", inputs.EPM_INTERVALS)
 main = paper_tables.main_results(epm, nee, intervals)
-write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format})
+write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format}, wrap_headers=True)
 differences = paper_tables.sandbox_differences(inputs.read_csv(run / "epm" / "paired.csv", inputs.EPM_PAIRED))
-write_table(differences, tables, "sandbox_differences")
+write_table(differences, tables, "sandbox_differences", wrap_headers=True)
 display(differences)
 dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
-write_table(nee[["model", *dims]].rename(columns={"model": "Model"}), tables, "nee_dimensions")
+nee_dims = nee[["model", *dims]].rename(columns={"model": "Model", **{d: d.replace("_", " ") for d in dims}})
+write_table(nee_dims, tables, "nee_dimensions", wrap_headers=True)
 main
 
 # %% [markdown]
@@ -95,7 +99,7 @@ main
 
 # %%
 rm = paper_tables.rm_accuracy({k: inputs.read_rm_metrics(run / "rm" / k / "metrics.json") for k in RM_KINDS})
-write_table(rm, tables, "rm_accuracy")
+write_table(rm, tables, "rm_accuracy", wrap_headers=True)
 fig = rl_figures.rm_accuracy_bars(rm)
 epm_figures.save_figure(fig, figures, "rm_accuracy", close=False)
 plt.show()
@@ -113,7 +117,7 @@ epm_figures.save_figure(fig, figures, "rl_curves", close=False)
 plt.show()
 wins = paper_tables.winrates({v: inputs.read_csv(run / "policy" / v / "winrate.csv", inputs.WINRATE)
                               for v in variants})
-write_table(wins, tables, "rl_winrate")
+write_table(wins, tables, "rl_winrate", wrap_headers=True)
 wins
 
 # %% [markdown]
@@ -137,7 +141,8 @@ print("EPM figures:", *sorted(p.name for p in figures.glob("epm_*")))
 published = Path(published_summary) if published_summary else run / "epm_published" / "summary.csv"
 replay = (paper_tables.empa_replay(inputs.read_csv(published, inputs.EPM_SUMMARY)) if published.is_file()
           else paper_tables.empa_replay(pd.DataFrame(columns=inputs.EPM_SUMMARY)))
-write_table(replay, tables, "empa_replay", column_format="lrrrrrr", formats={"Success (%)": "{:.1f}".format})
+write_table(replay, tables, "empa_replay", column_format="lrrrrrr", formats={"Success (%)": "{:.1f}".format},
+            wrap_headers=True)
 print("EMPA published runs:", published if published.is_file() else "not available in this checkout")
 
 # %% [markdown]
@@ -153,20 +158,27 @@ claims_mod.write_claims(claims, out, conditions)
 claims
 
 # %% [markdown]
-# ## The run's facts for the text, provenance, and the PDF
+# ## The run's facts and numbers for the text, provenance, and the PDF
+# Each number of the prose is a macro read from one of the tables above as that table prints it.
 
 # %%
+results = paper_tables.result_macros(main, differences, rm, wins, sensitivity, base=cfg.roles.policy)
 write_macros({
     "RunName": cfg.run_name, "RunScale": cfg.scale, "ConfigHash": cfg.hash,
     "PolicyModel": cfg.models[cfg.roles.policy].id, "RewardModelBase": cfg.models[cfg.roles.reward_model].id,
     "EPMJudge": conditions.epm_judge, "NEEJudges": conditions.nee_judges,
     "NEEAlpha": None if alpha is None else f"{float(alpha):.3f}",
     "MaxCases": int(epm["Cases"].max()), "RLSteps": max(int(pd.to_numeric(log["step"]).max()) for log in logs.values()),
-    "EMPAReplay": "yes" if published.is_file() else "no",
+    "EMPAReplay": "yes" if not replay.empty else "no",
+    "NEEDimensions": len(dims), "CompositeWeight": f"{cfg.nee.composite_weight:g}",
+    **results,
 }, tables)
+pd.Series(results, name="value").to_frame()
 write_json(out / "provenance.json", provenance(cfg, stage="07_paper"))
 copy_sources("paper", out)
 if cfg.paper.build_pdf:
-    pdf, message = build_pdf(out)
-    print(message)
+    built = build_pdf(out)   # raises with main.log's error lines when LaTeX fails
+    print(built.summary())
+    for line in built.log.undefined + [text for pt, text in built.log.overfull if pt > OVERFULL_TOLERANCE_PT]:
+        print("LaTeX warning:", line)
 print("outputs:", *sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()), sep="\n  ")

@@ -12,9 +12,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_stage_07_writes_every_table_figure_and_the_claims(ci_run):
+    from conftest import ci_builds_pdf
     run_dir, _ = ci_run
     paper = run_dir / "paper"
-    for files in paper_outputs(str(paper)).values():
+    for files in paper_outputs(str(paper), pdf=ci_builds_pdf()).values():
         for f in files:
             assert Path(f).is_file() and Path(f).stat().st_size > 0, f
     for tex in (paper / "tables").glob("*.tex"):
@@ -22,6 +23,22 @@ def test_stage_07_writes_every_table_figure_and_the_claims(ci_run):
             assert r"\toprule" in tex.read_text() and (paper / "tables" / f"{tex.stem}.csv").is_file()
     assert (run_dir / "notebooks" / "07_paper.ipynb").is_file()
     assert (paper / "main.tex").is_file(), "main.tex is copied beside the generated files"
+
+
+def test_stage_07_builds_main_pdf_and_it_reads_back_as_this_runs_files(ci_run):
+    """The ci run's main.pdf: every table's numbers equal its CSV twin, every figure is embedded, no "??",
+    nothing wider than the text (echo_lib.report.readback)."""
+    from conftest import require_paper_toolchain
+
+    from echo_lib.report import latex, readback
+    require_paper_toolchain()
+    run_dir, _ = ci_run
+    paper = run_dir / "paper"
+    assert (paper / "main.pdf").is_file(), "rule paper must write main.pdf (paper.build_pdf is on by default)"
+    assert readback.check_paper(paper) == []
+    log = latex.read_log(paper)
+    assert log.pages and log.pages >= 6 and not log.errors
+    assert "replayed by this package" in readback.pdf_text(paper / "main.pdf")   # the ci run has EMPA's runs
 
 
 def test_stage_07_main_results_are_this_runs_models(ci_run):
@@ -77,3 +94,6 @@ def test_snakemake_report_collects_the_paper(ci_run, tmp_path):
     assert rc == 0 and report.stat().st_size > 10_000, out[-3000:]
     html = report.read_text(errors="replace")
     assert "claims.csv" in html and "rl_curves.png" in html and "main_results.csv" in html
+    from conftest import ci_builds_pdf
+    if ci_builds_pdf():
+        assert "main.pdf" in html

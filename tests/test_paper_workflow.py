@@ -100,7 +100,8 @@ def test_notebook_writes_every_paper_file_from_a_run(tmp_path):
                        "sandbox": {"models": ["base", "echo", "scalar"], "case_set": "own", "max_cases": 2},
                        "paper": {"dir": str(paper), "build_pdf": False}})
     run_notebook("notebooks/07_paper.py", tmp_path / "07.ipynb", {"config": config, "paper_dir": str(paper)})
-    for files in paper_outputs(str(paper)).values():
+    assert not (paper / "main.pdf").exists()                      # paper.build_pdf: false (the PDF: test_paper_pdf)
+    for files in paper_outputs(str(paper), pdf=False).values():
         for f in files:
             assert Path(f).is_file() and Path(f).stat().st_size > 0, f
     assert (paper / "main.tex").read_text() == MAIN_TEX.read_text()

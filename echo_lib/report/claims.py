@@ -21,6 +21,7 @@ from echo_lib.report.tables import format_cell, write_table
 REPORTED_COLUMN = "Reported (published)"
 MEASURED_COLUMN = "Measured (this run)"
 SOURCES = ("epm", "nee")   # which of this run's tables a claim is measured from
+LATEX_HIDDEN_COLUMNS = ["Source"]   # in claims.csv and claims.md; the LaTeX table cites sources in its caption
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,10 @@ def write_claims(table: pd.DataFrame, out_dir: str | Path, run: RunConditions) -
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "claims.md").write_text(to_markdown(table, run), encoding="utf-8")
-    shown = table.drop(columns=["Source"])   # the LaTeX table cites the sources in its caption instead
+    shown = table.drop(columns=LATEX_HIDDEN_COLUMNS)
+    # as wide as the text: the text columns wrap (S narrow, W wide: main.tex's ragged X columns)
     paths = write_table(shown, out_dir, "claims", formats={REPORTED_COLUMN: _as_given, MEASURED_COLUMN: _as_given},
-                        column_format="llrp{4.2cm}lrp{4.2cm}")
+                        column_format="SSrWlrW", wrap_headers=True, full_width=True)
     table.to_csv(out_dir / "claims.csv", index=False)   # the CSV twin keeps the source column
     return [out_dir / "claims.md", *paths]
 

@@ -63,7 +63,7 @@ def outcome_bars(summary: pd.DataFrame) -> plt.Figure:
 def index_panel(per_case: pd.DataFrame, order: list[str]) -> plt.Figure:
     """3 x 3 panel, one EPM-Q index per panel (rows: Outcome, Efficiency, Stability): mean +/- sd per
     model with the per-case values jittered on top (EMPA Fig. 8)."""
-    fig, axes = plt.subplots(3, 3, figsize=(4 + 1.0 * len(order) * 3, 9), sharex=True)
+    fig, axes = plt.subplots(3, 3, figsize=(7.0, 6.4), sharex=True)   # a page wide: printed at about 1:1
     rng = np.random.default_rng(0)                   # jitter only; fixed so reruns draw the same picture
     colors = plt.get_cmap("tab10")
     for row, (group, keys) in enumerate(GROUPS.items()):
@@ -73,10 +73,12 @@ def index_panel(per_case: pd.DataFrame, order: list[str]) -> plt.Figure:
                 values = per_case.loc[per_case["Model"] == model, key].to_numpy(dtype=float)
                 ax.bar(x, values.mean(), yerr=values.std(ddof=0), color=colors(x % 10), alpha=0.55, capsize=3)
                 ax.scatter(x + rng.uniform(-0.25, 0.25, len(values)), values, s=6, color="black", alpha=0.6)
-            ax.set_title(f"{group}: {INDEX_TITLES[key]}", fontsize=9)
+            ax.set_title(f"{group}: {INDEX_TITLES[key]}", fontsize=7.5)
             ax.axhline(100, color="grey", lw=0.6, ls=":")
+            ax.tick_params(labelsize=6.5)
+        axes[row, 0].set_ylabel("index (100 = reference)", fontsize=7)
     for ax in axes[-1]:
-        ax.set_xticks(range(len(order)), order, rotation=25, ha="right", fontsize=8)
+        ax.set_xticks(range(len(order)), order, rotation=25, ha="right", fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -115,11 +117,12 @@ def case_heatmap(per_case: pd.DataFrame, order: list[str]) -> plt.Figure:
 
     grid = per_case.pivot(index="Model", columns="Case_ID", values="EPM-Q").loc[order]
     grid = grid[grid.mean().sort_values(ascending=False).index]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * grid.shape[1] + 2.5), 0.55 * len(order) + 1.8))
+    # at most a page wide (7 in), so the paper prints it near 1:1 even with EMPA's 30 cases
+    fig, ax = plt.subplots(figsize=(min(7.0, max(5.0, 0.32 * grid.shape[1] + 2.5)), 0.45 * len(order) + 1.6))
     sns.heatmap(grid, ax=ax, cmap="RdYlBu", vmin=0, vmax=max(110.0, float(np.nanmax(grid.to_numpy()))),
                 cbar_kws={"label": "EPM-Q (per case)"}, linewidths=0.3)
     ax.set_xlabel("case")
-    ax.set_ylabel("")
+    ax.set_ylabel("model")
     ax.tick_params(axis="x", labelsize=6, rotation=90)
     fig.tight_layout()
     return fig

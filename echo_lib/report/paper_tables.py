@@ -5,6 +5,7 @@ Every function returns a DataFrame of what this run measured; nothing here knows
 """
 from __future__ import annotations
 
+import numbers
 from typing import Mapping
 
 import pandas as pd
@@ -103,3 +104,60 @@ def empa_replay(published: pd.DataFrame) -> pd.DataFrame:
                          "Success (%)": success_rate(table).round(1), "EPM-Q": table["EPM-Q"],
                          "Outcome": table["Outcome"], "Efficiency": table["Efficiency"],
                          "Stability": table["Stability"]}).reset_index(drop=True)
+
+
+# ---- The numbers of main.tex's prose, as LaTeX macros (tables/macros.tex) ------------------------------
+# main.tex names the models by role: the untrained base (roles.policy) and the two RL variants. Every
+# macro is defined for every run, "n/a" where the run has no such value, so main.tex always compiles.
+NOT_AVAILABLE = "n/a"
+ROLES = {"Base": None, "Echo": "echo", "Scalar": "scalar"}   # macro prefix -> model (None: the run's base)
+PAIRS = [("echo", "base"), ("scalar", "base"), ("echo", "scalar")]
+DIFF_METRICS = {"EPM-Q": "EPMQ", "Success (%)": "Success"}
+WIN_JUDGES = {"empathy_rm": "RM", "independent": "Independent"}
+
+
+def _cell(table: pd.DataFrame, where: Mapping[str, object], column: str, fmt: str = "{:.2f}") -> str:
+    """One cell as the table prints it (`fmt` for numbers), or n/a when the row or value is missing."""
+    rows = table
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    if rows.empty or column not in rows or pd.isna(rows[column].iloc[0]) or rows[column].iloc[0] == "":
+        return NOT_AVAILABLE
+    value = rows[column].iloc[0]
+    return fmt.format(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else str(value)
+
+
+def result_macros(main: pd.DataFrame, differences: pd.DataFrame, rm: pd.DataFrame, wins: pd.DataFrame,
+                  sensitivity: pd.DataFrame, base: str) -> dict[str, str]:
+    """Macro name -> text, each read from a table of this run exactly as that table prints it."""
+    out: dict[str, str] = {}
+    for prefix, model in ROLES.items():
+        row = {"Model": model or base}
+        out |= {f"{prefix}Success": _cell(main, row, "Success (%)", "{:.1f}"),
+                f"{prefix}SuccessCI": _cell(main, row, "Success 95% CI"),
+                f"{prefix}EPMQ": _cell(main, row, "EPM-Q"), f"{prefix}EPMQCI": _cell(main, row, "EPM-Q 95% CI"),
+                f"{prefix}NEE": _cell(main, row, "NEE"), f"{prefix}NEECI": _cell(main, row, "NEE 95% CI"),
+                f"{prefix}Composite": _cell(main, row, "Composite")}
+    names = {model or base: prefix for prefix, model in ROLES.items()}
+    for a, b in PAIRS:
+        a_name, b_name = (base if m == "base" else m for m in (a, b))
+        for metric, short in DIFF_METRICS.items():
+            row, key = {"Comparison": f"{a_name} - {b_name}", "Metric": metric}, f"Diff{names[a_name]}{names[b_name]}{short}"
+            out |= {key: _cell(differences, row, "Difference"), f"{key}CI": _cell(differences, row, "95% CI"),
+                    f"{key}Reading": _cell(differences, row, "Reading")}
+    for kind in ("humanlike", "empathy", "scalar"):
+        for model in ("base", "trained"):
+            out[f"RM{kind.capitalize()}{model.capitalize()}"] = _cell(rm, {"Reward model": kind, "Model": model}, "Accuracy")
+        out[f"RM{kind.capitalize()}Majority"] = _cell(rm, {"Reward model": kind, "Model": "trained"}, "Majority baseline")
+    for variant in ("echo", "scalar"):
+        for judge, short in WIN_JUDGES.items():
+            row = {"Variant": variant, "Judge": judge}
+            out[f"Win{variant.capitalize()}{short}"] = _cell(wins, row, "Win rate")
+            out[f"Win{variant.capitalize()}{short}CI"] = _cell(wins, row, "95% CI")
+    out["WinPrompts"] = _cell(wins, {"Judge": "independent"}, "n", "{:d}")
+    judge = sensitivity[sensitivity["Instrument"].str.startswith("sandbox judge")]
+    out["JudgeAccuracy"] = _cell(judge, {}, "Accuracy")
+    out["JudgeAccuracyCI"] = _cell(judge, {}, "95% CI")
+    out["JudgeTarget"] = _cell(judge, {}, "Target")
+    out["LengthRuleAccuracy"] = _cell(sensitivity, {"Instrument": "length rule (probe)"}, "Accuracy")
+    return out

@@ -14,7 +14,7 @@ class PaperParams:
     # published model (as data/reported_claims.yaml names it) -> this run's model (a sandbox model), or None
     counterparts: dict[str, str | None] = field(default_factory=lambda: {
         "Echo-N1": "echo", "Doubao 1.5 Character": None, "Qwen3-32B (base)": "base"})
-    build_pdf: bool = True          # run latexmk in the paper folder when it is installed
+    build_pdf: bool = True          # typeset main.pdf (an output of rule paper; needs a TeX engine)
 
 
 def paper_dir(params: PaperParams, results_dir: str, run_name: str) -> str:
@@ -29,8 +29,10 @@ FIGURES = ["epm_outcomes", "epm_indices", "epm_case_heatmap", "rm_accuracy", "rl
 CLAIMS = ["claims.md", "claims.tex", "claims.csv"]
 
 
-def paper_outputs(folder: str) -> dict[str, list[str]]:
-    """Paths of the generated files under `folder`, by kind (tables: .tex + .csv; figures: .pdf + .png)."""
+def paper_outputs(folder: str, pdf: bool = True) -> dict[str, list[str]]:
+    """Paths of the generated files under `folder`, by kind (tables: .tex + .csv; figures: .pdf + .png;
+    pdf: main.pdf, unless paper.build_pdf is off)."""
     return {"tables": [f"{folder}/tables/{t}.{ext}" for t in TABLES for ext in ("tex", "csv")],
             "figures": [f"{folder}/figures/{f}.{ext}" for f in FIGURES for ext in ("pdf", "png")],
-            "claims": [f"{folder}/{c}" for c in CLAIMS]}
+            "claims": [f"{folder}/{c}" for c in CLAIMS],
+            "pdf": [f"{folder}/main.pdf"] if pdf else []}

@@ -50,28 +50,47 @@ def format_cell(value: object, decimals: int = 2) -> str:
 
 
 def to_latex(df: pd.DataFrame, formats: Mapping[str, Formatter] | None = None, decimals: int = 2,
-             column_format: str | None = None) -> str:
+             column_format: str | None = None, wrap_headers: bool = False, full_width: bool = False) -> str:
     """A booktabs tabular of `df` (the index is not printed: make it a column if it matters).
 
     `formats` maps a column to a function value -> text (escaped afterwards, like every cell);
-    by default text columns are left-aligned and numeric ones right-aligned."""
+    by default text columns are left-aligned and numeric ones right-aligned. `wrap_headers` sets a
+    header of several words on two lines (a wide table then fits the page at a legible size);
+    `full_width` makes a tabularx as wide as the text, whose X columns wrap their text."""
     formats = dict(formats or {})
     if column_format is None:
         column_format = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
-    width = len(re.findall(r"[lcrX]|[pmb]\{[^}]*\}", column_format))   # p{4cm} is one column
-    if width != len(df.columns):
-        raise ValueError(f"column_format {column_format!r} has {width} columns; the table has "
+    specs = re.findall(r"[lcrXLSW]|[pmb]\{[^}]*\}", column_format)   # p{4cm} is one column; L, S, W: main.tex's ragged X
+    if len(specs) != len(df.columns):
+        raise ValueError(f"column_format {column_format!r} has {len(specs)} columns; the table has "
                          f"{len(df.columns)} ({', '.join(map(str, df.columns))})")
     def cell(column: str, value: object) -> str:
         text = MISSING if is_missing(value) else formats[column](value) if column in formats \
             else format_cell(value, decimals)
         return escape_latex(text)
-    lines = [rf"\begin{{tabular}}{{{column_format}}}", r"\toprule",
-             " & ".join(escape_latex(str(c)) for c in df.columns) + r" \\", r"\midrule"]
-    for _, row in df.iterrows():
-        lines.append(" & ".join(cell(c, row[c]) for c in df.columns) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    body = [[cell(c, row[c]) for c in df.columns] for _, row in df.iterrows()]
+    header = [escape_latex(str(c)) for c in df.columns]
+    if wrap_headers:
+        header = [_wrapped(str(c), spec, max((len(r[i]) for r in body), default=0))
+                  for i, (c, spec) in enumerate(zip(df.columns, specs))]
+    begin = (rf"\begin{{tabularx}}{{\linewidth}}{{{column_format}}}" if full_width
+             else rf"\begin{{tabular}}{{{column_format}}}")
+    lines = [begin, r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+    lines += [" & ".join(row) + r" \\" for row in body]
+    lines += [r"\bottomrule", r"\end{tabularx}" if full_width else r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _wrapped(header: str, spec: str, widest_cell: int) -> str:
+    """The header on two lines (split at the space nearest its middle) when it is long: wider than its
+    cells, or more than 8 characters (a wide table's headers set its width)."""
+    words = header.split(" ")
+    if spec not in "lcr" or len(header) <= min(widest_cell, 8) or len(words) < 2:
+        return escape_latex(header)   # a p/X column wraps its header itself
+    cut = min(range(1, len(words)), key=lambda i: abs(len(" ".join(words[:i])) - len(" ".join(words[i:]))))
+    align = spec
+    top, bottom = escape_latex(" ".join(words[:cut])), escape_latex(" ".join(words[cut:]))
+    return rf"\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{top}\\{bottom}\end{{tabular}}"
 
 
 def write_table(df: pd.DataFrame, out_dir: str | Path, name: str, **latex_options) -> list[Path]:
