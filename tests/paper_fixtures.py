@@ -38,7 +38,7 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
     (run_dir / "nee").mkdir(parents=True, exist_ok=True)
     pd.DataFrame([{"model": m, "nee": NEE[m][0], "nee_ci_low": NEE[m][0] - 5, "nee_ci_high": NEE[m][0] + 5,
                    "n_ratings": 12, "epmq": EPM[m][3], "composite": NEE[m][1],
-                   **{d: 3.25 for d in DIMENSIONS}} for m in models]).to_csv(run_dir / "nee" / "summary.csv", index=False)
+                   **{d: 56.25 + i for i, d in enumerate(DIMENSIONS)}} for m in models]).to_csv(run_dir / "nee" / "summary.csv", index=False)
     (run_dir / "nee" / "agreement.json").write_text(json.dumps({"krippendorff_alpha": 0.412, "n_items": 12}))
 
     (run_dir / "judges").mkdir(parents=True, exist_ok=True)

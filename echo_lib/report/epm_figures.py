@@ -124,6 +124,7 @@ def case_heatmap(per_case: pd.DataFrame, order: list[str]) -> plt.Figure:
     ax.set_xlabel("case")
     ax.set_ylabel("model")
     ax.tick_params(axis="x", labelsize=6, rotation=90)
+    ax.tick_params(axis="y", rotation=0)
     fig.tight_layout()
     return fig
 

@@ -108,7 +108,9 @@ def csv_twins(paper_dir: Path) -> dict[str, tuple[Path, list[str]]]:
 
 
 def used_macros(main_tex: str) -> set[str]:
+    """Macros main.tex prints (one that only steers a condition, \\equal{\\EMPAReplay}{yes}, prints nothing)."""
     text = re.sub(r"(?<!\\)%.*", "", main_tex)
+    text = re.sub(r"\\equal\{\\[A-Za-z]+\}", "", text)
     return set(re.findall(r"\\([A-Za-z]+)", text))
 
 

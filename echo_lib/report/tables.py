@@ -59,7 +59,7 @@ def to_latex(df: pd.DataFrame, formats: Mapping[str, Formatter] | None = None, d
     `full_width` makes a tabularx as wide as the text, whose X columns wrap their text."""
     formats = dict(formats or {})
     if column_format is None:
-        column_format = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
+        column_format = "".join("r" if _numeric(df[c]) else "l" for c in df.columns)
     specs = re.findall(r"[lcrXLSW]|[pmb]\{[^}]*\}", column_format)   # p{4cm} is one column; L, S, W: main.tex's ragged X
     if len(specs) != len(df.columns):
         raise ValueError(f"column_format {column_format!r} has {len(specs)} columns; the table has "
@@ -79,6 +79,14 @@ def to_latex(df: pd.DataFrame, formats: Mapping[str, Formatter] | None = None, d
     lines += [" & ".join(row) + r" \\" for row in body]
     lines += [r"\bottomrule", r"\end{tabularx}" if full_width else r"\end{tabular}"]
     return "\n".join(lines) + "\n"
+
+
+def _numeric(column: pd.Series) -> bool:
+    """Numbers, or nothing at all (a column of missing values prints dashes, right-aligned like numbers)."""
+    if pd.api.types.is_numeric_dtype(column):
+        return True
+    values = [v for v in column if not is_missing(v)]
+    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
 
 
 def _wrapped(header: str, spec: str, widest_cell: int) -> str:
