@@ -19,6 +19,9 @@ ENGINES = ("latexmk", "tectonic")   # in order of preference
 # TeX wraps its log at 79 characters by default, which splits file names and messages across lines;
 # wide lines keep each message on one line for the parsers below (texmf.cnf reads these from the env).
 WIDE_LOG = {"max_print_line": "10000", "error_line": "254", "half_error_line": "238"}
+# What TeX prints after an error in nonstopmode (its prompt, the stop that follows): not the error itself.
+PROMPT = re.compile(r"Type X to quit|or enter new name|Enter file name:|<read \*>|! Emergency stop|\s*$")
+AFTERMATH = re.compile(r"! Emergency stop|!  ==> Fatal error")
 OVERFULL_TOLERANCE_PT = 1.0   # overfull boxes up to this are invisible; larger ones stick into the margin
 
 
@@ -75,10 +78,11 @@ def parse_log(text: str) -> LogReport:
     """Errors, unresolved references, overfull boxes, embedded graphics and the page count of a TeX log."""
     lines, report = text.splitlines(), LogReport()
     for i, line in enumerate(lines):
-        if line.startswith("! "):   # the message, then TeX's context up to the "l.<n>" line
+        if line.startswith("! ") and not AFTERMATH.match(line):   # the message, its context, its "l.<n>" line
             context = [line]
-            for nxt in lines[i + 1:i + 8]:
-                context.append(nxt)
+            for nxt in lines[i + 1:i + 12]:
+                if not PROMPT.match(nxt):
+                    context.append(nxt)
                 if re.match(r"l\.\d+", nxt):
                     break
             report.errors.append("\n".join(context))
