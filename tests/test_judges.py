@@ -202,6 +202,23 @@ def test_stage_writes_the_record_with_its_targets(tmp_path):
     assert "target >= 0.8: meets" in verdict_lines(record)
 
 
+@pytest.mark.parametrize("how, fit", [("sees", 1.0), ("backwards", 0.0)])
+def test_trained_judge_is_also_scored_on_the_dev_items_it_learnt_from(tmp_path, how, fit):
+    from echo_lib.config import load_config
+    from echo_lib.judges.stage import run_sensitivity, verdict_lines
+    embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
+    cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
+                       "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
+                       "judges": {"set": str(toy_set(tmp_path, n=10)), "bootstrap": 100, "nee": False, "probe": False},
+                       "llm": {"progress": False}})
+    untrained = run_sensitivity(cfg, llms={"judge": ToyLLM(how)})["sandbox_judge"]
+    assert "train_accuracy" not in untrained       # no training: nothing was learnt from the dev items
+    s = run_sensitivity(cfg, llms={"judge": ToyLLM(how)}, training={"model": "judge"})["sandbox_judge"]
+    assert s["n"] == 5 and s["train_n"] == 5 and s["train_accuracy"] == fit and s["accuracy"] == fit
+    assert f"dev items it was trained on: {fit:.3f}" in verdict_lines(json.loads(
+        (tmp_path / "results/t/judges/sensitivity.json").read_text()))
+
+
 # ---- the trained judge's examples ---------------------------------------------------------------------------
 
 def test_judge_examples_use_the_instruments_own_formats_and_only_dev_items(tmp_path):

@@ -79,6 +79,15 @@ def run_sandbox_judge(cfg, items, llm=None) -> dict:
     return {"model": cfg.roles.judge, "mode": judge.mode, "calibrate": p.judge.calibrate, **out}
 
 
+def dev_fit(cfg, llm=None) -> dict:
+    """The sandbox judge's accuracy on the dev items a trained judge learnt from. Beside the held-out figure
+    it tells a judge that memorised its training items (dev high, held-out low) from one that learnt
+    nothing (both near chance), as issue 15 asks of the reward models."""
+    from echo_lib.judges.sensitivity_set import load_set, select
+    out = run_sandbox_judge(cfg, select(load_set(set_path(cfg)), "dev"), llm)
+    return {"train_accuracy": out["accuracy"], "train_accuracy_ci": out["accuracy_ci"], "train_n": out["n"]}
+
+
 def run_nee(cfg, items, llms: dict | None = None) -> dict:
     from echo_lib.judges.sensitivity import nee_sensitivity
     from echo_lib.llm import load_llm
@@ -117,6 +126,8 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
         record["probe"] = probe
     if cfg.judges.sandbox_judge:
         record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms.get(cfg.roles.judge))
+        if training is not None:
+            record["sandbox_judge"] |= dev_fit(cfg, llms.get(cfg.roles.judge))
     if cfg.judges.nee:
         record["nee"] = run_nee(cfg, items, llms)
     if training is not None:
@@ -163,6 +174,9 @@ def verdict_lines(record: dict) -> str:
         lines.append(f"sandbox judge ({s['model']}, {s['mode']}{', calibrated' if s['calibrate'] else ''}): accuracy "
                      f"{s['accuracy']:.3f} {s['accuracy_ci']} (n={s['n']}, failed {s['n_failed']}), target >= "
                      f"{THRESHOLDS['sandbox_judge_accuracy']}: {word[ok['sandbox_judge_accuracy']]}")
+        if "train_accuracy" in s:
+            lines.append(f"sandbox judge on the {s['train_n']} dev items it was trained on: {s['train_accuracy']:.3f} "
+                         f"{s['train_accuracy_ci']}")
     if "nee" in record:
         n = record["nee"]
         alpha = "undefined" if n["alpha"] is None else f"{n['alpha']:.3f}"
