@@ -10,7 +10,14 @@ labelled 1, poor - good 0; features standardised on dev) and scored on the held-
 label-shuffle twin (half the dev pairs swapped, seeded), which should sit near chance. A probe far above
 the judge says the model carries the distinction and the judge's read-out is what fails.
 
-    .venv/bin/python benchmarks/judge_hidden_probe.py [--layers 10 20 30] [--field A_Prog] [--out FILE]
+`--readout` also tries the judge such a read-out would make, scored exactly as the sensitivity stage scores
+the sandbox judge: one multinomial logistic head per MDEP field on the state (at the first of --layers),
+fit on the replies the judge's SFT trains on (each dev item's good and poor reply, an off-topic contrast and
+two bank replies, echo_lib.judges.train.replies) with the rubric levels of their kind (mdep_levels); on a
+held-out item each reply's effect is the expected progress minus the expected regress summed over the axes,
+and the item counts when the good reply's is higher. Its twins fit the heads on permuted training labels.
+
+    .venv/bin/python benchmarks/judge_hidden_probe.py [--layers 10 20 30] [--field A_Prog] [--readout] [--out FILE]
 
 It needs stage 00's checkpoint (`snakemake --cores 2 results/tiny/models/manifest.json`); about 2 minutes
 on 2 cores. Prints one JSON line.
@@ -52,12 +59,43 @@ def pairwise_probe(dev: np.ndarray, heldout: np.ndarray, flip: np.ndarray | None
     return float(np.mean(clf.decision_function(heldout / scale) > 0))
 
 
+def readout_judge(model, tok, items, layer: int, twin_seeds: list[int]) -> dict:
+    """Per-field heads on one state per reply (read under the A_Prog question), fit on the SFT recipe's dev
+    replies, scored as the sensitivity stage scores the sandbox judge (see the module docstring)."""
+    from sklearn.linear_model import LogisticRegression
+    from echo_lib.epm.mdep import FIELDS
+    from echo_lib.judges.sensitivity import preference
+    from echo_lib.judges.train import mdep_levels, replies
+    from echo_lib.synthesis.contrasts import load_bank
+
+    def states(pairs):
+        chats = [mdep_prompt(it.profile, history(it, text), 1, "A_Prog") for it, text in pairs]
+        return last_token_states(model, tok, chats, [layer])[layer]
+    train = replies(select(items, "dev"), load_bank("data/contrasts.yaml"), 2, 0)
+    x = states([(it, text) for it, _, text in train])
+    mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-6
+    held = select(items, "heldout")
+    h = (states([(it, it.reply(w)) for it in held for w in REPLIES]) - mu) / sd
+    levels = {f: np.array([mdep_levels(kind, it.axis)[f] for it, kind, _ in train]) for f in FIELDS}
+
+    def accuracy(order: np.ndarray) -> float:
+        effect = np.zeros(len(h))
+        for f in FIELDS:
+            head = LogisticRegression(C=0.1, max_iter=5000).fit((x - mu) / sd, levels[f][order])
+            expected = head.predict_proba(h) @ head.classes_
+            effect += expected if f.endswith("_Prog") else -expected
+        return round(float(np.mean([preference(g, p) for g, p in zip(effect[0::2], effect[1::2])])), 4)
+    return {"layer": layer, "n_train_replies": len(train), "accuracy": accuracy(np.arange(len(train))),
+            "shuffled_accuracy": [accuracy(np.random.default_rng(s).permutation(len(train))) for s in twin_seeds]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="config/default.yaml")
     ap.add_argument("--layers", type=int, nargs="+", default=[10, 20, 30])
     ap.add_argument("--field", default="A_Prog", help="the MDEP question the reply is read under")
     ap.add_argument("--twin-seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--readout", action="store_true", help="also the per-field read-out judge (see above)")
     ap.add_argument("--out")
     args = ap.parse_args()
     import torch
@@ -83,6 +121,8 @@ def main() -> None:
             flip[np.random.default_rng(seed).permutation(len(dev))[: len(dev) // 2]] = True
             twins.append(round(pairwise_probe(dev, held, flip), 4))
         result["layers"][layer] = {"accuracy": round(pairwise_probe(dev, held), 4), "shuffled_accuracy": twins}
+    if args.readout:
+        result["readout"] = readout_judge(model, tok, items, args.layers[0], args.twin_seeds)
     print(json.dumps(result))
     if args.out:
         with open(args.out, "w") as f:
