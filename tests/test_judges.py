@@ -219,6 +219,22 @@ def test_trained_judge_is_also_scored_on_the_dev_items_it_learnt_from(tmp_path, 
         (tmp_path / "results/t/judges/sensitivity.json").read_text()))
 
 
+def test_a_model_that_is_sandbox_judge_and_nee_judge_is_loaded_once(tmp_path, monkeypatch):
+    import echo_lib.llm
+    from echo_lib.config import load_config
+    from echo_lib.judges.stage import run_sensitivity
+    loaded = []
+    monkeypatch.setattr(echo_lib.llm, "load_llm", lambda cfg, name: loaded.append(name) or ToyLLM("sees"))
+    embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
+    cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
+                       "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
+                       "judges": {"set": str(toy_set(tmp_path, n=8)), "bootstrap": 100, "probe": False},
+                       "llm": {"progress": False}})
+    record = run_sensitivity(cfg, training={"model": "judge"})   # held-out and dev items, rubric and panel
+    assert loaded == ["judge"]
+    assert record["sandbox_judge"]["accuracy"] == 1.0 and record["nee"]["accuracy"] == 1.0
+
+
 # ---- the trained judge's examples ---------------------------------------------------------------------------
 
 def test_judge_examples_use_the_instruments_own_formats_and_only_dev_items(tmp_path):

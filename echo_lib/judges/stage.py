@@ -113,21 +113,31 @@ def passed(record: dict) -> dict[str, bool]:
     return out
 
 
+def judge_llms(cfg, given: dict | None = None) -> dict:
+    """Every model the configured checks ask (roles.judge, roles.nee_judges), each loaded once: a model that
+    is both the sandbox judge and an NEE judge, or is asked on both splits, is one object with one copy of
+    its weights. `given` (tests' fakes) wins over loading."""
+    from echo_lib.llm import load_llm
+    given = dict(given or {})
+    names = ([cfg.roles.judge] if cfg.judges.sandbox_judge else []) + (list(cfg.roles.nee_judges) if cfg.judges.nee else [])
+    return {name: given.get(name) or load_llm(cfg, name) for name in dict.fromkeys(names)}
+
+
 def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None, embed=None) -> dict:
     """Both instruments (as judges.sandbox_judge / judges.nee say) on the configured split; writes the record.
     `llms` maps model names to LLM objects and `embed` is the probe's embedder (tests pass fakes); the
     others load from the config."""
     from echo_lib.provenance import provenance, write_json
-    llms = llms or {}
     items = items_for(cfg)
+    llms = judge_llms(cfg, llms)
     record = {"scale": cfg.scale, "set": {"path": str(set_path(cfg)), "split": cfg.judges.split, "n_items": len(items)},
               "chance": 0.5, "length_rule": length_rule(items, cfg.judges.bootstrap, cfg.seed)}
     if (probe := run_probe(cfg, items, embed)) is not None:
         record["probe"] = probe
     if cfg.judges.sandbox_judge:
-        record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms.get(cfg.roles.judge))
+        record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms[cfg.roles.judge])
         if training is not None:
-            record["sandbox_judge"] |= dev_fit(cfg, llms.get(cfg.roles.judge))
+            record["sandbox_judge"] |= dev_fit(cfg, llms[cfg.roles.judge])
     if cfg.judges.nee:
         record["nee"] = run_nee(cfg, items, llms)
     if training is not None:
