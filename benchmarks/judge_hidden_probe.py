@@ -53,8 +53,9 @@ def pairwise_probe(dev: np.ndarray, heldout: np.ndarray, flip: np.ndarray | None
     """Fit on dev differences (rows good - poor; `flip` marks pairs whose label is swapped), score held out."""
     from sklearn.linear_model import LogisticRegression
     y = np.ones(len(dev)) if flip is None else np.where(flip, 0.0, 1.0)
-    scale = np.abs(np.vstack([dev, -dev])).std(axis=0) + 1e-6
-    x = np.vstack([dev, -dev]) / scale
+    both = np.vstack([dev, -dev])            # mean 0 by construction: its spread is the scale
+    scale = both.std(axis=0) + 1e-6
+    x = both / scale
     clf = LogisticRegression(fit_intercept=False, max_iter=5000).fit(x, np.r_[y, 1 - y])
     return float(np.mean(clf.decision_function(heldout / scale) > 0))
 
