@@ -63,6 +63,7 @@ class ModelSpec:
     load_in_4bit: bool
     base_url: str | None
     api_key_env: str | None
+    readout: str | None = None     # read-out heads that answer choose from a hidden layer (echo_lib.llm.readout)
 
 
 @dataclass(frozen=True)
@@ -275,14 +276,19 @@ def _add_policy_models(cfg: dict) -> list[str]:
 
 
 def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
-    """Where rule judges writes the tiny judge's LoRA adapter (judges/adapter/)."""
+    """Where rule judges writes the tiny judge's LoRA adapter (judges/adapter/, judges.train.method sft)."""
     return f"{cfg['results_dir']}/{cfg['run_name']}/judges/adapter"
+
+
+def judge_readout_dir(cfg: Mapping[str, Any]) -> str:
+    """Where rule judges writes the tiny judge's read-out heads (judges/readout/, judges.train.method readout)."""
+    return f"{cfg['results_dir']}/{cfg['run_name']}/judges/readout"
 
 
 def _add_trained_judge(cfg: dict) -> list[str]:
     """With judges.train.enabled, the trained judge becomes the model TRAINED_JUDGE: judges.train.base with the
-    adapter rule judges trains first, so roles.judge and roles.nee_judges can name it. Idempotent, like the
-    policy variants."""
+    adapter (method sft) or the read-out heads (method readout) rule judges fits first, so roles.judge and
+    roles.nee_judges can name it. Idempotent, like the policy variants."""
     from echo_lib.judges.params import TRAINED_JUDGE
     t = cfg["judges"]["train"]
     if not t["enabled"]:
@@ -290,8 +296,9 @@ def _add_trained_judge(cfg: dict) -> list[str]:
     base = cfg["models"].get(t["base"])
     if base is None or base["backend"] != "hf":
         return [f"key 'judges.train.base' has value {t['base']!r}, which is not an hf-backend model of this config; "
-                "name one (the adapter is trained with TRL on local weights)"]
-    derived = {**base, "adapter": judge_adapter_dir(cfg)}
+                "name one (the judge is trained on local weights)"]
+    trained = {"adapter": judge_adapter_dir(cfg)} if t["method"] == "sft" else {"readout": judge_readout_dir(cfg)}
+    derived = {**base, **trained}
     if TRAINED_JUDGE in cfg["models"] and cfg["models"][TRAINED_JUDGE] != derived:
         return [f"key 'models.{TRAINED_JUDGE}' names a model, but {TRAINED_JUDGE!r} is reserved for the trained "
                 "judge (judges.train); rename that model"]

@@ -58,11 +58,23 @@ pd.crosstab(pd.Series([it.axis for it in items], name="axis"), pd.Series([it.kin
 # ## Training the tiny judge (when `judges.train.enabled`)
 #
 # A 135M model asked for a rubric digit prefers one digit whatever it reads, and calibration against a
-# content-free reply removes only part of that. So at tiny scale the judge can be *trained*: one LoRA
-# adapter, SFT through stage 02's code on the dev items and rule-built contrasts (another item's good
-# reply as an off-topic answer, generic poor replies of data/contrasts.yaml), in the exact prompt
-# formats both instruments ask. The held-out items are never trained on. The trained judge is the model
-# `tiny_judge`, which `roles.judge` and `roles.nee_judges` name in the tiny config.
+# content-free reply removes only part of that. Fine-tuning the digit does not help either: a LoRA
+# adapter trained on the answer token (`judges.train.method: sft`) learnt each rubric field's prior and
+# ignored the reply, even on the items it was trained on (benchmarks/README.md). Yet the model *does*
+# read the reply: a linear probe on its hidden state at the end of the rubric prompt tells the good
+# reply from the poor one on held-out items. So the tiny judge keeps the model and the prompts and
+# replaces only the read-out (`method: readout`, the default): for every question the instruments ask
+# (the six MDEP fields, the NEE dimensions, the A/B comparison), a logistic head on the state after
+# decoder layer `judges.train.layer` gives the option probabilities (`echo_lib.llm.readout`).
+#
+# The heads learn from the dev items and rule-built contrasts (another item's good reply as an off-topic
+# answer, generic poor replies of data/contrasts.yaml), each in the exact prompt format the instruments
+# use, with the answer a careful rater gives for that kind of reply. The held-out items are never
+# trained on. The trained judge is the model `tiny_judge`, which `roles.judge` and `roles.nee_judges`
+# name in the tiny config; questions it has no head for (the IEDR indicators, the win-rate judge) are
+# answered by the model's own LM head, as before. Beside its held-out figure the record gives its
+# accuracy on the dev items it learnt from: high on both means it learnt the distinction, high on dev
+# only that it memorised.
 
 # %%
 training = stage.train(cfg)

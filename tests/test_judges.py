@@ -263,3 +263,46 @@ def test_judge_training_refuses_held_out_items(tmp_path):
     from echo_lib.judges.train import train_judge
     with pytest.raises(ValueError, match="dev items only"):
         train_judge(None, load_set(toy_set(tmp_path, n=4)), tmp_path)
+
+
+def test_readout_training_refuses_held_out_items(tmp_path):
+    from echo_lib.judges.readout import fit_readout_judge
+    with pytest.raises(ValueError, match="dev items only"):
+        fit_readout_judge(None, load_set(toy_set(tmp_path, n=4)), tmp_path, layer=1, C=1.0, bank={},
+                          bank_per_item=0, variants=1, seed=0)
+
+
+def readout_cfg(tmp_path, tiny_lm_dir, **train):
+    from echo_lib.config import load_config
+    return load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 1,
+                        "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
+                        "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]},
+                        "judges": {"set": str(toy_set(tmp_path, n=10)), "bootstrap": 50, "probe": False,
+                                   "train": {"enabled": True, "bank_per_item": 0, **train}},
+                        "nee": {"prompt_variants": 1}, "llm": {"progress": False}})
+
+
+def test_trained_judge_is_the_base_with_its_readout_heads_or_its_adapter(tmp_path, tiny_lm_dir):
+    cfg = readout_cfg(tmp_path, tiny_lm_dir)
+    assert cfg.models["tiny_judge"].readout == str(tmp_path / "results/t/judges/readout")
+    assert cfg.models["tiny_judge"].adapter is None and cfg.models["tiny_judge"].id == str(tiny_lm_dir)
+    sft = readout_cfg(tmp_path, tiny_lm_dir, method="sft")
+    assert sft.models["tiny_judge"].adapter == str(tmp_path / "results/t/judges/adapter")
+    assert sft.models["tiny_judge"].readout is None
+
+
+def test_readout_judge_fits_on_dev_and_answers_the_instruments_questions(tmp_path, tiny_lm_dir):
+    """On the random-weight model nothing generalises, but heads fit with little regularisation must give back
+    the answers they were fit on: the trained judge's dev figure is 1.0, through the real hf backend."""
+    from echo_lib.judges.stage import run_sensitivity, train
+    cfg = readout_cfg(tmp_path, tiny_lm_dir, layer=2, C=1000.0)
+    training = train(cfg)
+    assert training["method"] == "readout" and training["dev_items"] == 5 and training["layer"] == 2
+    assert training["examples"] == 5 * 3 * (6 + 6) + 5 * 2 * 2   # 3 replies an item: 6 MDEP + 6 ratings; A/B per poor one
+    meta = json.loads((tmp_path / "results/t/judges/readout/heads.json").read_text())
+    asked = {q["question"] for q in meta["questions"]}
+    assert "Answer with the digit only. C_Prog level:" in asked and "Answer with the letter only. Better chat:" in asked
+    record = run_sensitivity(cfg, training=training)
+    s = record["sandbox_judge"]
+    assert s["model"] == "tiny_judge" and s["train_n"] == 5 and s["train_accuracy"] == 1.0
+    assert record["training"]["heads"] == len(meta["questions"])

@@ -9,12 +9,17 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class JudgeTrainParams:
-    """SFT of the tiny judge's adapter on the dev items and rule-built contrasts (echo_lib.judges.train).
-    With `enabled`, the config gains a model named TRAINED_JUDGE (the base + this adapter) that
-    roles.judge and roles.nee_judges may name."""
+    """Training the tiny judge on the dev items and rule-built contrasts (echo_lib.judges.train): read-out heads
+    on a hidden layer (method readout, echo_lib.judges.readout) or a LoRA adapter (method sft). With
+    `enabled`, the config gains a model named TRAINED_JUDGE (the base + what was trained) that roles.judge
+    and roles.nee_judges may name."""
     enabled: bool = False
-    base: str = "base"                   # the model the adapter is trained on (an hf-backend model of the config)
-    steps: int = 120
+    method: str = "readout"              # readout | sft
+    base: str = "base"                   # the model the judge is trained on (an hf-backend model of the config)
+    max_dev_items: int = 0               # the first N dev items (0 = all)
+    layer: int = 20                      # readout: the decoder layer read (1-based)
+    C: float = 0.1                       # readout: inverse L2 strength of the heads
+    steps: int = 120                     # sft from here on
     learning_rate: float = 1e-3
     batch_size: int = 8
     max_length: int = 768                # prompt + answer tokens

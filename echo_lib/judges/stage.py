@@ -37,14 +37,26 @@ def items_for(cfg):
 
 
 def train(cfg) -> dict | None:
-    """judges.train: the tiny judge's adapter, SFT on the dev items (never the held-out ones); None when off."""
+    """judges.train: the tiny judge, trained on the dev items (never the held-out ones); None when off.
+    method readout fits read-out heads on the base model's hidden layer (judges/readout/); method sft
+    trains a LoRA adapter (judges/adapter/)."""
     from echo_lib.judges.sensitivity_set import load_set, select
-    from echo_lib.judges.train import train_judge
-    if not cfg.judges.train.enabled:
+    from echo_lib.judges.params import TRAINED_JUDGE
+    t = cfg.judges.train
+    if not t.enabled:
         return None
-    dev = select(load_set(set_path(cfg)), "dev")
+    dev = select(load_set(set_path(cfg)), "dev", t.max_dev_items)
+    if t.method == "readout":
+        from echo_lib.judges.readout import fit_readout_judge
+        from echo_lib.llm import load_llm
+        from echo_lib.synthesis.contrasts import load_bank
+        fit = fit_readout_judge(load_llm(cfg, t.base), dev, cfg.models[TRAINED_JUDGE].readout, layer=t.layer, C=t.C,
+                                bank=load_bank(t.bank_file), bank_per_item=t.bank_per_item,
+                                variants=cfg.nee.prompt_variants, seed=cfg.seed)
+        return {"model": TRAINED_JUDGE, "base": t.base, "dev_items": len(dev), **fit}
+    from echo_lib.judges.train import train_judge
     result, n_examples = train_judge(cfg, dev, sensitivity_dir(cfg))
-    return {"model": "tiny_judge", "base": cfg.judges.train.base, "dev_items": len(dev), "examples": n_examples,
+    return {"model": TRAINED_JUDGE, "method": "sft", "base": t.base, "dev_items": len(dev), "examples": n_examples,
             "steps": result.steps.get("sft"), "seconds": round(result.seconds["total"], 1),
             "peak_rss_mb": round(result.peak_rss_mb), "final_loss": next(
                 (r["loss"] for r in reversed(result.log) if r.get("loss") is not None), None)}
@@ -84,7 +96,7 @@ def dev_fit(cfg, llm=None) -> dict:
     it tells a judge that memorised its training items (dev high, held-out low) from one that learnt
     nothing (both near chance), as issue 15 asks of the reward models."""
     from echo_lib.judges.sensitivity_set import load_set, select
-    out = run_sandbox_judge(cfg, select(load_set(set_path(cfg)), "dev"), llm)
+    out = run_sandbox_judge(cfg, select(load_set(set_path(cfg)), "dev", cfg.judges.train.max_dev_items), llm)
     return {"train_accuracy": out["accuracy"], "train_accuracy_ci": out["accuracy_ci"], "train_n": out["n"]}
 
 

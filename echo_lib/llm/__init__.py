@@ -40,7 +40,7 @@ def load_llm(cfg: "RunConfig", name: str, *, settings: LLMSettings | None = None
         from echo_lib.llm.hf import HFBackend
         backend = HFBackend(name, weights_path(cfg, spec), adapter=spec.adapter, revision=spec.revision,
                             dtype=spec.dtype, device=spec.device, load_in_4bit=spec.load_in_4bit,
-                            local=spec.source in ("embedded", "local"), settings=settings)
+                            local=spec.source in ("embedded", "local"), settings=settings, readout=spec.readout)
     else:
         from echo_lib.llm.openai_backend import OpenAIBackend
         backend = OpenAIBackend(name, spec.id, spec.base_url, spec.api_key_env, settings=settings)

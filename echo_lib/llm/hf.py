@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, prefill
+from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, padded, prefill
 from echo_lib.llm.packed import pack_linears
 from echo_lib.llm.sampling import pick_next
 from echo_lib.llm.settings import LLMSettings
@@ -63,9 +63,10 @@ class HFBackend:
 
     def __init__(self, name: str, weights: str, *, adapter: str | None = None, revision: str | None = None,
                  dtype: str = "float32", device: str = "cpu", load_in_4bit: bool = False,
-                 local: bool = True, settings: LLMSettings = LLMSettings()):
+                 local: bool = True, settings: LLMSettings = LLMSettings(), readout: str | None = None):
         self.local = local  # a folder on disk (embedded/local) rather than a hub id
         self.name, self.weights, self.adapter, self.revision = name, weights, adapter, revision
+        self.readout = readout   # a folder of read-out heads (echo_lib.llm.readout) that answer choose
         self.dtype, self.device, self.load_in_4bit, self.settings = dtype, device, load_in_4bit, settings
         self._model = self._tok = None
         self.packed_layers = 0
@@ -82,12 +83,13 @@ class HFBackend:
         return {"backend": "hf", "model": self.weights, "revision": self.revision,
                 "fingerprint": fingerprint(self.weights), "adapter": self.adapter,
                 "adapter_fingerprint": fingerprint(self.adapter) if self.adapter else None,
-                "dtype": self.dtype, "load_in_4bit": self.load_in_4bit}
+                "dtype": self.dtype, "load_in_4bit": self.load_in_4bit,
+                **({"readout": self.readout, "readout_fingerprint": fingerprint(self.readout)} if self.readout else {})}
 
     def describe(self) -> dict:
         return {"name": self.name, "backend": "hf", "model": self.weights, "revision": self.revision,
                 "adapter": self.adapter, "dtype": self.dtype, "device": self.device,
-                "packed_layers": self.packed_layers}
+                "packed_layers": self.packed_layers, **({"readout": self.readout} if self.readout else {})}
 
     # ----------------------------------------------------------------------------------------
     # loading (lazy: a rerun served from the cache never loads the weights)
@@ -147,15 +149,8 @@ class HFBackend:
         if not by_prefix:
             order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
             return [order[i:i + n] for i in range(0, len(order), n)]
-        shared = common_prefix(ids)
-        runs: list[list[int]] = []
-        for i in sorted(range(len(ids)), key=lambda i: ids[i]):
-            if runs and common_prefix([ids[runs[-1][-1]][shared:], ids[i][shared:]]) >= MIN_SHARED:
-                runs[-1].append(i)
-            else:
-                runs.append([i])
         batches: list[list[int]] = []
-        for run in runs:
+        for run in _runs(ids):
             for a in range(0, len(run), n):
                 chunk = run[a:a + n]
                 if batches and len(batches[-1]) + len(chunk) <= n:
@@ -247,6 +242,16 @@ class HFBackend:
                 raise LLMError(f"model {self.name!r}: option {o!r} is empty after tokenisation")
         if len({tuple(x) for x in opt_ids}) < len(options):
             raise LLMError(f"model {self.name!r}: options {list(options)} are not distinct token sequences")
+        heads = self._heads()
+        routed = {i: heads.head_for(c, options) for i, c in enumerate(chats)} if heads else {}
+        if any(routed.values()):     # the questions the read-out heads answer; the rest go to the LM head
+            yield from self._read_out(chats, options, routed, heads.layer, usage)
+            chats = [c for i, c in enumerate(chats) if routed[i] is None]
+            back = [i for i in range(len(routed)) if routed[i] is None]
+            if not chats:
+                return
+        else:
+            back = list(range(len(chats)))
         ids = self._encode(chats)
         for batch in self._batches(ids, by_prefix=True):
             with torch.inference_mode():
@@ -254,7 +259,78 @@ class HFBackend:
             usage.model_calls += len(batch)
             usage.prompt_tokens += sum(len(ids[i]) for i in batch)
             for i, row in zip(batch, lp.tolist()):
-                yield i, _choice(options, row)
+                yield back[i], _choice(options, row)
+
+    def _heads(self):
+        if self.readout is None:
+            return None
+        if getattr(self, "_readout_heads", None) is None:
+            from echo_lib.llm.readout import ReadoutHeads
+            self._readout_heads = ReadoutHeads.load(self.readout)
+        return self._readout_heads
+
+    def _read_out(self, chats, options, routed: dict, layer: int, usage: Usage) -> Iterator[tuple[int, Choice]]:
+        """The chats with a head: their state after `layer`, through their question's head."""
+        mine = [i for i, h in routed.items() if h is not None]
+        states = self.last_states([chats[i] for i in mine], layer, usage)
+        for i, x in zip(mine, states):
+            head = routed[i]
+            p = dict(zip(head.classes, head.probs(x[None, :])[0].tolist()))
+            yield i, Choice(probs={o: p.get(o, 0.0) for o in options},
+                            logprobs={o: math.log(max(p.get(o, 0.0), 1e-12)) for o in options}, coverage=1.0)
+
+    def last_states(self, chats: Sequence[Chat], layer: int, usage: Usage | None = None):
+        """[chats x hidden] float32 numpy: the hidden state after decoder layer `layer` (1-based, as
+        hidden_states[layer] counts) at each prompt's last token. Every forward pass stops at that layer,
+        and the prompts that share a head (one reply's questions) run it once, their tails on its cache."""
+        import numpy as np
+        import torch
+        from tqdm.auto import tqdm
+        model, tok = self.load()
+        blocks = model.model.layers
+        if not 1 <= layer <= len(blocks):
+            raise LLMError(f"model {self.name!r}: read-out layer {layer} is not in 1..{len(blocks)}")
+        ids = self._encode(chats)
+        out = np.zeros((len(ids), model.config.hidden_size), dtype=np.float32)
+        caught = {}
+
+        def grab(_module, _inputs, output):
+            caught["h"] = (output[0] if isinstance(output, tuple) else output)[:, -1].float().cpu().numpy()
+            raise _Stop    # the layers above it would change nothing read here
+
+        def up_to_layer(**kwargs):
+            try:
+                model(**kwargs, use_cache=True)
+            except _Stop:
+                pass
+            return caught.pop("h")
+
+        hook = blocks[layer - 1].register_forward_hook(grab)
+        bar = tqdm(total=len(ids), desc=f"{self.name} layer-{layer} states", leave=False,
+                   disable=not self.settings.progress or len(ids) < 2)
+        n = self.settings.batch_size
+        try:
+            for chunk in _sharing(ids, n):
+                rows = [ids[i] for i in chunk]
+                shared = min(common_prefix(rows), min(map(len, rows)) - 1) if len(rows) > 1 else 0
+                shared = shared if shared >= MIN_SHARED else 0
+                cache = new_cache(model, reserve=max(map(len, rows)) - shared)
+                with torch.inference_mode():
+                    if shared:   # the head once, then its cache copied to every row
+                        up_to_layer(input_ids=torch.tensor([rows[0][:shared]], device=model.device), cache=cache)
+                        cache.batch_repeat_interleave(len(rows))
+                    x, mask, pos = padded([r[shared:] for r in rows], tok.pad_token_id, model.device)
+                    mask = torch.cat([mask.new_ones((len(rows), shared)), mask], dim=1)
+                    out[chunk] = up_to_layer(input_ids=x, attention_mask=mask, position_ids=pos + shared,
+                                             cache=cache)
+                bar.update(len(chunk))
+                if usage is not None:
+                    usage.model_calls += len(chunk)
+                    usage.prompt_tokens += sum(map(len, rows))
+        finally:
+            hook.remove()
+            bar.close()
+        return out
 
     def _score_options(self, prompts: list[list[int]], opt_ids: list[list[int]]):
         """Summed log-probability of every option after every prompt, [prompts x options].
@@ -307,6 +383,40 @@ class HFBackend:
         for i in range(len(chats)):
             args = {q.name: values[q.chat_index, q.name] for q in queries if q.chat_index == i}
             yield i, ToolCall(name=picks[i].best, arguments=args, probs=picks[i].probs)
+
+
+def _runs(ids: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Indices in token order, in runs that share a head beyond the head all of them share (one case's
+    questions, one reply's rubric fields)."""
+    shared = common_prefix(ids)
+    runs: list[list[int]] = []
+    for i in sorted(range(len(ids)), key=lambda i: ids[i]):
+        if runs and common_prefix([ids[runs[-1][-1]][shared:], ids[i][shared:]]) >= MIN_SHARED:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+def _sharing(ids: Sequence[Sequence[int]], n: int, share: float = 0.6) -> list[list[int]]:
+    """Indices in token order, in groups of at most n whose common head is at least `share` of each prompt
+    (one reply's rubric fields, one transcript's rating dimensions): the head runs once per group."""
+    groups: list[list[int]] = []
+    head = 0
+    for i in sorted(range(len(ids)), key=lambda i: ids[i]):
+        if groups and len(groups[-1]) < n:
+            shared = min(head, common_prefix([ids[groups[-1][0]], ids[i]]))
+            if shared >= share * len(ids[i]):
+                groups[-1].append(i)
+                head = shared
+                continue
+        groups.append([i])
+        head = len(ids[i])
+    return groups
+
+
+class _Stop(Exception):
+    """Raised by last_states' hook once the read-out layer has run."""
 
 
 def _choice(options: Sequence[str], logprobs: Sequence[float]) -> Choice:

@@ -73,7 +73,8 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     names = {"test_model_name": model, "actor_model": cfg.roles.actor, "judger_model": cfg.roles.judge,
              "director_model": cfg.roles.director}
     specs = {n: {"backend": cfg.models[n].backend, "source": cfg.models[n].source, "id": cfg.models[n].id,
-                 "adapter": cfg.models[n].adapter} for n in dict.fromkeys(names.values())}
+                 "adapter": cfg.models[n].adapter, **({"readout": cfg.models[n].readout} if cfg.models[n].readout else {})}
+             for n in dict.fromkeys(names.values())}
     judge = Judge(llm(cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
     players = Players(actor=Actor(llm(cfg.roles.actor), p.actor, seed=cfg.seed),
                       test=TestModel(llm(model), p.test_model, seed=cfg.seed), judge=judge,

@@ -1,0 +1,37 @@
+"""The read-out judge: the tiny judge's answers read from a hidden layer (issue 16, section 2).
+
+SFT of a LoRA adapter on the answer token left the 135M judge blind to the reply (it learnt each rubric
+field's prior; benchmarks/README.md), while a linear probe on the same model's hidden state at the end of
+the rubric prompt tells the good reply from the poor one on held-out items. So the trained judge keeps the
+base model and its prompts and replaces only the last step: for every question of the instruments (the six
+MDEP fields, the NEE rating dimensions, the A/B comparison), a logistic head on the state after decoder layer
+`judges.train.layer` at the prompt's last token gives the option probabilities (echo_lib.llm.readout).
+
+The heads learn from exactly the examples the SFT recipe uses (echo_lib.judges.train.examples): the dev
+items' good and poor replies, an off-topic contrast and bank replies, each in the instruments' own prompt
+formats with the answer a careful rater gives for that kind of reply. Never from the held-out items.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Sequence
+
+from echo_lib.judges.sensitivity_set import SensitivityItem
+
+
+def fit_readout_judge(llm, items: Sequence[SensitivityItem], out_dir: str | Path, *, layer: int, C: float,
+                      bank: dict[str, list[str]], bank_per_item: int, variants: int, seed: int) -> dict:
+    """Fit and save the heads (out_dir/heads.json, heads.npz) from `llm`'s states (an hf-backend LLM of the
+    base model); returns what the record says about the fit."""
+    from echo_lib.judges.train import examples
+    from echo_lib.llm.readout import fit_heads, question
+    if any(it.split != "dev" for it in items):
+        raise ValueError("the judge trains on dev items only: the held-out items are what it is measured on")
+    start = time.perf_counter()
+    exs = examples(items, bank, bank_per_item, variants, seed)
+    states = llm.backend.last_states([e.prompt for e in exs], layer)
+    heads = fit_heads(states, [question(e.prompt) for e in exs], [e.target for e in exs], layer, C, seed)
+    heads.save(out_dir)
+    return {"method": "readout", "layer": layer, "C": C, "examples": len(exs), "heads": len(heads.heads),
+            "skipped_questions": heads.skipped, "seconds": round(time.perf_counter() - start, 1)}
