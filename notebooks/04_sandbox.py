@@ -37,11 +37,12 @@
 # stage 05 and `echo-epmq` replay from the judge's levels alone; a case that cannot run leaves
 # `<case>_error.json` with the reason, and a rerun plays only the cases without a result.
 #
-# **Scale.** At the tiny scale one 135M-parameter model plays every role for a few short turns: the
-# dialogues are not meaningful and its judge barely separates levels: its most likely rubric digit is
-# the same whatever the reply, so the tiny config calibrates it (`sandbox_run.judge.calibrate`: each
-# level's probability divided by its probability when the rated reply is "N/A"). The numbers below
-# check the machinery, not the model; comparisons with the EMPA leaderboard need its judge (Gemini 2.5 Pro) and the
+# **Scale.** At the tiny scale one 135M-parameter model plays every role for a few short turns, so the
+# dialogues are not meaningful. Its judge is the read-out judge of stage 04_judges (`tiny_judge`): the same
+# model and rubric prompts, with the rubric levels read from its layer-20 state by heads fit on the dev
+# items of the judge sensitivity set, because the digit it writes itself is the same whatever the reply
+# (a prompted judge can instead be calibrated, `sandbox_run.judge.calibrate`). Its sensitivity figures
+# are printed first, below. The numbers check the machinery and the judge, not the models; comparisons with the EMPA leaderboard need its judge (Gemini 2.5 Pro) and the
 # published loop settings (`sandbox_run.max_turns: null`, `min_turns: null`, `director.interval: 1`).
 
 # %% tags=["parameters"]

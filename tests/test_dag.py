@@ -74,6 +74,12 @@ def test_judge_sensitivity_is_measured_and_shown_before_the_comparisons(ci_run):
     assert set(panel["judges"]) == {f"{m}/v{v}" for m in panel["models"] for v in (1, 2)} and panel["n"] == n
     assert set(record["passed"]) == {"sandbox_judge_accuracy", "nee_accuracy", "nee_alpha", "nee_position_bias"}
     assert record["probe"]["n"] == n and record["probe"]["n_dev"] == 36   # fit on every dev item of the shipped set
+    # the judge is the read-out judge of judges.train, fit first on the configured dev items, and is what rated
+    train = yaml.safe_load((ROOT / "config/ci.yaml").read_text())["judges"]["train"]
+    assert record["training"]["method"] == "readout" and record["training"]["dev_items"] == train["max_dev_items"]
+    assert s["model"] == panel["models"][0] == "tiny_judge" and s["train_n"] == train["max_dev_items"]
+    heads = json.loads((run_dir / "judges" / "readout" / "heads.json").read_text())
+    assert len(heads["questions"]) == record["training"]["heads"] >= 7   # six rubric fields and the A/B question
     for notebook in ("04_sandbox_base", "06_nee_panel"):
         executed = (run_dir / "notebooks" / f"{notebook}.ipynb").read_text()
         assert f"sandbox judge ({s['model']}, choose" in executed and "NEE panel: Krippendorff alpha" in executed, notebook
