@@ -22,9 +22,11 @@ class Stub:
             def do_POST(self):   # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 stub.requests.append(body)
-                status, reply = stub.answer(body, self.headers)   # case-insensitive .get
+                status, reply, *extra = stub.answer(body, self.headers)   # case-insensitive .get
                 data = json.dumps(reply).encode()
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():   # (status, body, headers)
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -66,6 +66,21 @@ def test_retries_on_429_and_5xx_then_succeeds(tmp_path, status):
     assert llm.last_record["retries"] == 2 and llm.last_record["model_calls"] == 1
 
 
+def test_a_429_waits_as_long_as_its_retry_after_asks_up_to_max_backoff(tmp_path, monkeypatch):
+    import echo_lib.llm.openai_backend as backend
+    waits = []
+    monkeypatch.setattr(backend.time, "sleep", waits.append)
+    answers = iter([(429, {"error": {"message": "slow down"}}, {"Retry-After": "7"}),
+                    (429, {"error": {"message": "slow down"}}, {"Retry-After": "600"}),
+                    (429, {"error": {"message": "slow down"}}),
+                    (200, completion("fine"))])
+    with Stub(lambda body, headers: next(answers)) as stub:
+        llm = load_llm(cfg(tmp_path, stub, max_retries=3, backoff_s=0.01, max_backoff_s=20), "base")
+        out, = llm.generate([CHAT], Sampling(max_new_tokens=4))
+    assert out.text == "fine" and len(stub.requests) == 4
+    assert waits[0] == 7 and waits[1] == 20 and waits[2] <= 0.04   # as asked; capped; back-off alone
+
+
 def test_retries_stop_at_max_retries_with_a_named_error(tmp_path):
     with Stub(lambda body, headers: (503, {"error": {"message": "down"}})) as stub:
         llm = load_llm(cfg(tmp_path, stub, max_retries=2), "base")

@@ -1,7 +1,8 @@
 """The openai backend: any OpenAI-compatible chat server (vLLM, transformers serve, hosted APIs).
 
 Requests go through the official `openai` client, at most `concurrency` at a time from a thread pool,
-each retried with exponential back-off (plus jitter) on 429, 5xx, timeouts and refused connections.
+each retried with exponential back-off (plus jitter) on 429, 5xx, timeouts and refused connections; a
+server's Retry-After header, where it sends one, sets the least wait (up to `llm.max_backoff_s`).
 The API key is read from the environment variable the config names and handed to the client only;
 it is never part of a cache key, a provenance record or a log line. Every error of the client leaves
 this module as an LLMError whose text has the key and any Authorization header removed (secrets.py),
@@ -59,6 +60,25 @@ def choose_request(model: str, messages: Chat, top_logprobs: int) -> dict:
 def tools_request(model: str, messages: Chat, tools: list[dict], max_tokens: int) -> dict:
     return {"model": model, "messages": messages, "tools": tools, "tool_choice": "required", "temperature": 0.0,
             "max_tokens": max_tokens}
+
+
+def retry_after(err: Exception, cap: float) -> float:
+    """The wait in seconds a server asks for in its Retry-After header (seconds or an HTTP date), at most
+    `cap`; 0 without one."""
+    headers = getattr(getattr(err, "response", None), "headers", None) or {}
+    value = headers.get("retry-after")
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 0.0
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), cap)
 
 
 def choice_from_top_logprobs(options: Sequence[str], top: Sequence[tuple[str, float]]) -> Choice | None:
@@ -134,7 +154,7 @@ class OpenAIBackend:
                 with self._lock:
                     usage.retries += 1
                 wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2 ** attempt)
-                time.sleep(wait_s * (0.5 + random.random() / 2))
+                time.sleep(max(wait_s * (0.5 + random.random() / 2), retry_after(err, self.settings.max_backoff_s)))
             except openai.AuthenticationError:
                 raise LLMError(f"model {self.name!r}: {self.base_url} refused the API key from "
                                f"${self.api_key_env} (401)") from None
