@@ -92,6 +92,8 @@ def run_notebook(py: str | Path, out_ipynb: str | Path, parameters: Mapping[str,
     import jupytext
     import papermill
 
+    from echo_lib.progress import PIPELINE_ENV
+
     root = project_root()
     py, out_ipynb = Path(py), Path(out_ipynb)
     out_ipynb.parent.mkdir(parents=True, exist_ok=True)
@@ -99,7 +101,7 @@ def run_notebook(py: str | Path, out_ipynb: str | Path, parameters: Mapping[str,
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata.setdefault("language_info", {"name": "python"})
     handler = _log_to(log) if log else None
-    env = thread_env(threads, wait_policy) if threads else {}
+    env = {PIPELINE_ENV: "1", **(thread_env(threads, wait_policy) if threads else {})}   # no progress bars in logs
     try:
         with _environment(env):
             papermill.execute_notebook(

@@ -64,3 +64,29 @@ def test_kernel_gets_the_jobs_threads_and_wait_policy(tmp_path, monkeypatch):
     assert "env None PASSIVE" in outputs(run_notebook(py, tmp_path / "n.ipynb", {}))
     with pytest.raises(ValueError, match="wait_policy"):
         thread_env(2, "spin")
+
+
+def test_a_stage_run_by_the_dag_knows_no_person_watches(tmp_path, monkeypatch):
+    from echo_lib.progress import PIPELINE_ENV
+    monkeypatch.delenv(PIPELINE_ENV, raising=False)
+    py = tmp_path / "who.py"
+    py.write_text('# %%\nfrom echo_lib.progress import interactive\nprint("interactive", interactive())\n')
+    assert "interactive False" in outputs(run_notebook(py, tmp_path / "w.ipynb", {}))
+    assert PIPELINE_ENV not in os.environ   # this process (a person's session) is as it was
+
+
+@pytest.mark.parametrize("pipeline, logged", [(True, [10, 20, 25]), (False, [])])
+def test_training_logs_a_line_every_n_steps_in_the_dag_only(monkeypatch, caplog, pipeline, logged):
+    import logging
+    from types import SimpleNamespace
+    from echo_lib.progress import PIPELINE_ENV, step_logger
+    if pipeline:
+        monkeypatch.setenv(PIPELINE_ENV, "1")
+    else:
+        monkeypatch.delenv(PIPELINE_ENV, raising=False)
+    callback = step_logger("echo.test", total=25, every=10)
+    with caplog.at_level(logging.INFO, logger="echo.test"):
+        for step in range(1, 26):
+            callback.on_log(None, SimpleNamespace(global_step=step), None, logs={"loss": 0.5})
+        callback.on_log(None, SimpleNamespace(global_step=25), None, logs={"train_runtime": 3.0})
+    assert [int(r.message.split()[1].split("/")[0]) for r in caplog.records] == logged

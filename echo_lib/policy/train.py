@@ -26,6 +26,7 @@ from echo_lib.policy.data import RLPrompt
 from echo_lib.policy.monitors import reply_monitors, signal_stats
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
+from echo_lib.progress import interactive
 from echo_lib.provenance import write_text
 from echo_lib.rewards.train import lora_config   # reads params.lora only
 
@@ -67,7 +68,7 @@ def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
                       epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
                       data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
                       report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
-                      disable_tqdm=True)
+                      disable_tqdm=not interactive())   # the Monitor below logs every step in the DAG
 
 
 def monitor_callback(rollouts: RolloutLog, log_path: Path, rows: list[dict]):

@@ -25,6 +25,8 @@ from echo_lib.rewards.data import Example, grpo_rows, sft_rows
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.rewards.rm_rewards import rm_reward_funcs
 
+from echo_lib.progress import interactive, step_logger
+
 log = logging.getLogger(__name__)
 
 LOG_COLUMNS = ["stage", "step", "loss", "reward", "correct", "process", "format", "consistency",
@@ -43,7 +45,7 @@ class TrainResult:
 def cpu_flags(use_cpu: bool) -> dict[str, Any]:
     return dict(use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
                 gradient_checkpointing=False, report_to="none", save_strategy="no",
-                dataloader_num_workers=0, logging_steps=1, disable_tqdm=True)
+                dataloader_num_workers=0, logging_steps=1, disable_tqdm=not interactive())
 
 
 def lora_config(params: RewardModelParams, num_layers: int | None = None):
@@ -111,7 +113,8 @@ def sft_stage(model, tok, exs: Sequence[Example], params: RewardModelParams, wor
                      per_device_train_batch_size=p.batch_size, max_length=p.max_length, packing=False,
                      lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **cpu_flags(use_cpu))
     trainer = sft_trainer_class()(model=model, args=args, train_dataset=Dataset.from_list(sft_rows(list(exs))),
-                         processing_class=tok, peft_config=peft_config)
+                         processing_class=tok, peft_config=peft_config,
+                         callbacks=[step_logger(__name__, p.steps)])
     trainer.train()
     return trainer
 
