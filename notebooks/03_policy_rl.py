@@ -47,8 +47,10 @@ variant = "echo"                       # echo | scalar
 
 # %%
 from echo_lib.notebook import start
+from echo_lib.upstream import require
 
 cfg = start(config or config_path)
+require(cfg, "policy", variant=variant)   # stage 02's reward models; a missing file names the snakemake command
 
 # %%
 import pandas as pd

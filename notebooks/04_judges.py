@@ -41,8 +41,10 @@ config = {}                            # Snakemake passes the validated run conf
 
 # %%
 from echo_lib.notebook import start
+from echo_lib.upstream import require
 
 cfg = start(config or config_path)
+require(cfg, "judges")   # stage 00's model; a missing file names the snakemake command
 
 # %%
 import pandas as pd

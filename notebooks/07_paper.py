@@ -39,7 +39,9 @@ published_summary = ""                 # stage 05 on EMPA published runs; empty:
 
 # %%
 from echo_lib.notebook import start
+from echo_lib.upstream import require
 cfg = start(config or config_path)     # chdir to project root, validate config, seed
+require(cfg, "paper")   # every stage the paper reads; a missing file names the snakemake command
 
 # %%
 from pathlib import Path

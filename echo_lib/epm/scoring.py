@@ -73,8 +73,9 @@ def resolve_result_dirs(result_dirs: list[str | Path], published: Path | None) -
         return [Path(d) for d in result_dirs]
     if published is not None and published.is_dir():
         return [published]
-    raise FileNotFoundError("no result folders given and EMPA's published runs are not fetched; pass result_dirs "
-                            "(folders with one sub-folder per model of *_result.json files) or set empa.source")
+    raise FileNotFoundError("no result folders given and EMPA's published runs are not fetched: fetch them with "
+                            "`snakemake --cores 1 empa` (empa.source names the repository or a local clone), or pass "
+                            "result_dirs (folders with one sub-folder per model of *_result.json files)")
 
 
 def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[str, Path]:

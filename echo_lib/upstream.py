@@ -1,0 +1,76 @@
+"""What each stage notebook cannot run without, from the stages before it.
+
+Snakemake checks its rules' inputs before it runs a stage. A notebook stepped through by hand checks
+with `require` right after `start`, so a missing file stops it with one message that names the files and
+the `snakemake` command that makes them, instead of a traceback deep inside a loader. Inputs a stage can
+do without (the judge sensitivity record, which stages 04 and 06 report as "not measured") are not
+required here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+RM_KINDS = ("humanlike", "empathy", "scalar")
+
+
+def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: str = "") -> list[Path]:
+    """The files and folders of earlier stages that `stage` reads (kind / variant / model: its wildcard)."""
+    run = Path(cfg.run_dir)
+    data = {k: [run / "data" / k / f"{split}.jsonl" for split in ("train", "test")] for k in ("humanlike", "empathy")}
+    if stage in ("data", "controls", "judges"):
+        return []
+    if stage == "reward_models":
+        if kind not in RM_KINDS:
+            raise ValueError(f"kind {kind!r} is not one of {', '.join(RM_KINDS)}")
+        return data["humanlike" if kind == "humanlike" else "empathy"]
+    if stage == "policy":
+        return [*data["empathy"], data["humanlike"][0], *(run / "rm" / k / "adapter" for k in RM_KINDS)]
+    if stage == "sandbox":
+        return [run / "policy" / model / "adapter"] if model in cfg.policy.variants else []
+    if stage == "nee":
+        return [run / "sandbox" / m for m in cfg.sandbox.models]
+    if stage == "paper":
+        return [run / "judges" / "sensitivity.json",
+                *(run / "epm" / f"{f}.csv" for f in ("summary", "per_case", "intervals", "paired")),
+                run / "nee" / "summary.csv", run / "nee" / "agreement.json",
+                *(run / "rm" / k / "metrics.json" for k in RM_KINDS),
+                *(run / "policy" / v / f for v in cfg.policy.variants for f in ("train_log.csv", "winrate.csv"))]
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def stage_models(cfg, stage: str, model: str = "") -> list[str]:
+    """The models a stage loads besides the base (whose trained parts must exist before it runs)."""
+    r = cfg.roles
+    return {"policy": [r.judge], "sandbox": [r.judge, r.actor, r.director, model],
+            "nee": list(r.nee_judges)}.get(stage, [r.policy])
+
+
+def missing_model_files(cfg, names) -> dict[Path, Path]:
+    """{missing path: the target that makes it} for the local files of these models: an embedded
+    checkpoint (stage 00), a policy adapter (stage 03), the trained judge's heads or adapter (rule judges)."""
+    from echo_lib.model_setup import weights_path
+    run = Path(cfg.run_dir)
+    out = {}
+    for name in dict.fromkeys(n for n in names if n in cfg.models):
+        spec = cfg.models[name]
+        if spec.backend != "hf":
+            continue
+        if spec.source == "embedded" and not Path(weights_path(cfg, spec)).is_dir():
+            out[Path(weights_path(cfg, spec))] = run / "models" / "manifest.json"
+        for part in (spec.adapter, spec.readout):
+            if part and not Path(part).exists():
+                out[Path(part)] = Path(part) if "/policy/" in str(part) else run / "judges" / "sensitivity.json"
+    return out
+
+
+def require(cfg, stage: str, **which: str) -> None:
+    """Raise FileNotFoundError naming the missing inputs of `stage` and the command that makes them."""
+    missing = {p: p for p in stage_inputs(cfg, stage, **which) if not p.exists()}
+    missing |= missing_model_files(cfg, [cfg.roles.policy, *stage_models(cfg, stage, which.get("model", ""))])
+    if not missing:
+        return
+    configfile = "" if cfg.run_name == "tiny" else f" --configfile <the config of run {cfg.run_name!r}>"
+    targets = " ".join(dict.fromkeys(str(t) for t in missing.values()))
+    raise FileNotFoundError(f"stage {stage} reads what earlier stages write, and {len(missing)} of its inputs are "
+                            "missing:\n  " + "\n  ".join(map(str, missing)) + "\nmake them first (from the project "
+                            f"root):\n  snakemake --cores 2{configfile} {targets}")
