@@ -216,7 +216,7 @@ rule controls:
         manifest=f"{RUN}/models/manifest.json",
     output:
         record=f"{RUN}/controls/controls.json",
-        figure=f"{RUN}/controls/controls.png",
+        figure=report(f"{RUN}/controls/controls.png", caption="report/controls.rst", category="Controls"),
         nb=f"{NB}/02_controls.ipynb",
     params:
         controls=config["controls"],
@@ -252,7 +252,7 @@ rule reward_model:
     output:
         metrics=f"{RUN}/rm/{{kind}}/metrics.json",
         table=f"{RUN}/rm/{{kind}}/metrics.csv",
-        figure=f"{RUN}/rm/{{kind}}/training.png",
+        figure=report(f"{RUN}/rm/{{kind}}/training.png", caption="report/reward_model.rst", category="Reward models"),
         train_log=f"{RUN}/rm/{{kind}}/train_log.csv",
         adapter=directory(f"{RUN}/rm/{{kind}}/adapter"),
         nb=f"{NB}/02_reward_models_{{kind}}.ipynb",
@@ -292,8 +292,8 @@ rule policy:
         metrics=f"{RUN}/policy/{{variant}}/metrics.json",
         train_log=f"{RUN}/policy/{{variant}}/train_log.csv",
         winrate=f"{RUN}/policy/{{variant}}/winrate.csv",
-        figure=f"{RUN}/policy/{{variant}}/training.png",
-        hacking=f"{RUN}/policy/{{variant}}/hacking.png",
+        figure=report(f"{RUN}/policy/{{variant}}/training.png", caption="report/policy_training.rst", category="Policy RL"),
+        hacking=report(f"{RUN}/policy/{{variant}}/hacking.png", caption="report/policy_hacking.rst", category="Policy RL"),
         adapter=directory(f"{RUN}/policy/{{variant}}/adapter"),
         nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
     wildcard_constraints:
@@ -333,7 +333,7 @@ rule judges:
         bank=[config["judges"]["train"]["bank_file"]] if config["judges"]["train"]["enabled"] else [],
     output:
         record=f"{RUN}/judges/sensitivity.json",
-        figure=f"{RUN}/judges/sensitivity.png",
+        figure=report(f"{RUN}/judges/sensitivity.png", caption="report/judges.rst", category="Judges"),
         nb=f"{NB}/04_judges.ipynb",
     params:
         judges=config["judges"],

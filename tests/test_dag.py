@@ -143,6 +143,17 @@ def test_rerun_does_nothing(ci_run):
     assert rc == 0 and "Nothing to be done" in out, out[-3000:]
 
 
+def test_report_shows_the_stage_figures_with_their_captions(ci_run, tmp_path):
+    run_dir, _ = ci_run
+    html = tmp_path / "report.html"
+    rc, out = snakemake("--configfile", "config/ci.yaml", "--report", str(html), results_dir=run_dir.parent)
+    assert rc == 0, out[-3000:]
+    text = html.read_text(errors="replace")
+    for caption in ("Judge sensitivity on the held-out items", "Positive controls", "the empathy reward model",
+                    "Reward-hacking monitors of the echo policy"):
+        assert caption in text, caption
+
+
 def test_paper_dag_dry_run(ci_run):
     rc, out = snakemake("-n", "--configfile", "config/paper.yaml")
     assert rc == 0, out[-3000:]

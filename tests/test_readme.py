@@ -1,4 +1,5 @@
-"""The README's (and docs/STAGES.md's) commands run as written: every fenced shell command is either run here (the safe ones:
+"""The README's commands (and those of docs/STAGES.md, SETUP.md, PAPER_SCALE.md) run as written: every fenced
+shell command is either run here (the safe ones:
 snakemake as a dry run, the entry points' --help) or checked against what it names (make targets,
 files, console scripts)."""
 import re
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text() + (ROOT / "docs" / "STAGES.md").read_text()
+README = "".join((ROOT / f).read_text() for f in ("README.md", "docs/STAGES.md", "docs/SETUP.md", "docs/PAPER_SCALE.md"))
 # Commands that need what a test cannot have (a cluster, GPUs, keys, the network, a finished run) or
 # that change the machine; each is still checked for the files it names.
 NOT_RUN = ("pip", "hf", "export", "$EDITOR", "cd", "conda", "python3", ".venv/bin/pip", "awk", "jupyter",
