@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-RM_KINDS = ("humanlike", "empathy", "scalar")
+from echo_lib.rewards.params import KINDS as RM_KINDS
 
 
 def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: str = "") -> list[Path]:
@@ -48,6 +48,7 @@ def stage_models(cfg, stage: str, model: str = "") -> list[str]:
 def missing_model_files(cfg, names) -> dict[Path, Path]:
     """{missing path: the target that makes it} for the local files of these models: an embedded
     checkpoint (stage 00), a policy adapter (stage 03), the trained judge's heads or adapter (rule judges)."""
+    from echo_lib.judges.params import TRAINED_JUDGE
     from echo_lib.model_setup import weights_path
     run = Path(cfg.run_dir)
     out = {}
@@ -57,9 +58,9 @@ def missing_model_files(cfg, names) -> dict[Path, Path]:
             continue
         if spec.source == "embedded" and not Path(weights_path(cfg, spec)).is_dir():
             out[Path(weights_path(cfg, spec))] = run / "models" / "manifest.json"
-        for part in (spec.adapter, spec.readout):
+        for part in (spec.adapter, spec.readout):   # rule judges makes the trained judge's; a policy adapter is its rule's output
             if part and not Path(part).exists():
-                out[Path(part)] = Path(part) if "/policy/" in str(part) else run / "judges" / "sensitivity.json"
+                out[Path(part)] = run / "judges" / "sensitivity.json" if name == TRAINED_JUDGE else Path(part)
     return out
 
 

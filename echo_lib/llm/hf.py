@@ -271,13 +271,15 @@ class HFBackend:
 
     def _read_out(self, chats, options, routed: dict, layer: int, usage: Usage) -> Iterator[tuple[int, Choice]]:
         """The chats with a head: their state after `layer`, through their question's head."""
+        import numpy as np
         mine = [i for i, h in routed.items() if h is not None]
-        states = self.last_states([chats[i] for i in mine], layer, usage)
-        for i, x in zip(mine, states):
-            head = routed[i]
-            p = dict(zip(head.classes, head.probs(x[None, :])[0].tolist()))
-            yield i, Choice(probs={o: p.get(o, 0.0) for o in options},
-                            logprobs={o: math.log(max(p.get(o, 0.0), 1e-12)) for o in options}, coverage=1.0)
+        states = dict(zip(mine, self.last_states([chats[i] for i in mine], layer, usage)))
+        for head in {id(routed[i]): routed[i] for i in mine}.values():   # each head once, on all its rows
+            rows = [i for i in mine if routed[i] is head]
+            for i, probs in zip(rows, head.probs(np.stack([states[i] for i in rows])).tolist()):
+                p = dict(zip(head.classes, probs))
+                yield i, Choice(probs={o: p.get(o, 0.0) for o in options},
+                                logprobs={o: math.log(max(p.get(o, 0.0), 1e-12)) for o in options}, coverage=1.0)
 
     def last_states(self, chats: Sequence[Chat], layer: int, usage: Usage | None = None):
         """[chats x hidden] float32 numpy: the hidden state after decoder layer `layer` (1-based, as
