@@ -39,10 +39,11 @@ def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: s
 
 
 def stage_models(cfg, stage: str, model: str = "") -> list[str]:
-    """The models a stage loads besides the base (whose trained parts must exist before it runs)."""
+    """The models a stage loads (whose local files must exist before it runs). The NEE panel loads only
+    its judges and the paper stage none: a run copied without its checkpoints still gives its paper."""
     r = cfg.roles
-    return {"policy": [r.judge], "sandbox": [r.judge, r.actor, r.director, model],
-            "nee": list(r.nee_judges)}.get(stage, [r.policy])
+    return {"policy": [r.policy, r.judge], "sandbox": [r.policy, r.judge, r.actor, r.director, model],
+            "nee": list(r.nee_judges), "paper": []}.get(stage, [r.policy])
 
 
 def missing_model_files(cfg, names) -> dict[Path, Path]:
@@ -67,7 +68,7 @@ def missing_model_files(cfg, names) -> dict[Path, Path]:
 def require(cfg, stage: str, **which: str) -> None:
     """Raise FileNotFoundError naming the missing inputs of `stage` and the command that makes them."""
     missing = {p: p for p in stage_inputs(cfg, stage, **which) if not p.exists()}
-    missing |= missing_model_files(cfg, [cfg.roles.policy, *stage_models(cfg, stage, which.get("model", ""))])
+    missing |= missing_model_files(cfg, stage_models(cfg, stage, which.get("model", "")))
     if not missing:
         return
     configfile = "" if cfg.run_name == "tiny" else f" --configfile <the config of run {cfg.run_name!r}>"

@@ -63,3 +63,14 @@ def test_stage_05_by_hand_without_fetched_runs_says_how_to_fetch_them(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"snakemake --cores 1 empa"):
         resolve_result_dirs([], None)
     assert resolve_result_dirs([], tmp_path) == [tmp_path]
+
+
+def test_the_paper_and_the_nee_panel_do_not_need_the_base_checkpoint(tmp_path):
+    """A copied run (no models folder) still gives its paper; the NEE panel needs only its judges' files."""
+    c = cfg(tmp_path, models_dir=str(tmp_path / "models"))
+    for p in stage_inputs(c, "paper"):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("{}")
+    require(c, "paper")   # nothing raised although models/ is empty
+    with pytest.raises(FileNotFoundError, match="smollm2-135m-instruct"):
+        require(c, "reward_models", kind="humanlike")
