@@ -332,7 +332,26 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
                         "empa.source to EMPA's git URL or a local clone (or sandbox.empa_dir to its data folder)")
     if "default" not in cfg["resources"]:
         problems.append("key 'resources.default' is missing; add `default: {}` to use the schema's defaults")
-    return problems + _run_problems(cfg)
+    return problems + _run_problems(cfg) + _local_file_problems(cfg)
+
+
+def _local_file_problems(cfg: dict) -> list[str]:
+    """The local weights, adapters and read-out heads a user's model names must be there at load time, not
+    found missing when stage 04 loads them. The models the stages derive (the RL variants, the trained judge)
+    are the run's own outputs and are left out. A path counts relative to the working folder or the project."""
+    from echo_lib.judges.params import TRAINED_JUDGE
+    derived = set(cfg["policy"]["variants"]) | ({TRAINED_JUDGE} if cfg["judges"]["train"]["enabled"] else set())
+    problems = []
+    for name, spec in cfg["models"].items():
+        if name in derived or spec["backend"] != "hf":
+            continue
+        paths = {"id": spec["id"]} if spec["source"] == "local" else {}
+        paths |= {key: spec[key] for key in ("adapter", "readout") if spec.get(key)}
+        for key, path in paths.items():
+            if not (Path(path).exists() or (project_root() / path).exists()):
+                problems.append(f"key 'models.{name}.{key}' has value {path!r}, which does not exist here; give "
+                                "the folder it names (a compute node's path must exist where the config is loaded)")
+    return problems
 
 
 def _run_problems(cfg: dict) -> list[str]:

@@ -126,6 +126,10 @@ def test_snakefile_rejects_bad_config_before_any_job(tmp_path):
     (lambda c: c.update(policy={"launcher": "accelerate"}), ["'policy.accelerate_config' is null"]),
     (lambda c: c.update(policy={"accelerate_config": "config/accelerate/zero9.yaml"}),
      ["'policy.accelerate_config'", "zero9.yaml", "not a file"]),
+    (lambda c: c["models"].update(mine={"backend": "hf", "source": "local", "id": "/no/such/weights"}),
+     ["'models.mine.id'", "/no/such/weights", "does not exist"]),
+    (lambda c: c["models"]["base"].update(adapter="/no/such/adapter"), ["'models.base.adapter'", "does not exist"]),
+    (lambda c: c["models"]["base"].update(readout="/no/such/heads"), ["'models.base.readout'", "does not exist"]),
 ])
 def test_cross_field_problems_are_found_at_load_time(edit, expected):
     """Issue 18, section 2: what stage 04 used to find days in (at paper scale) stops the load."""
@@ -149,3 +153,13 @@ def test_malformed_yaml_is_one_line_with_file_and_line(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path / "bad.yaml")
     assert "\n" not in str(err.value) and f"config file {tmp_path / 'bad.yaml'}, line 4 is not valid YAML" in str(err.value)
+
+
+def test_local_files_that_exist_and_the_runs_own_outputs_pass(tmp_path):
+    """The weights a user names must be there at load time; the RL variants' adapters and the trained
+    judge's heads are what the run makes, so they are not asked for."""
+    cfg = copy.deepcopy(default_dict())
+    cfg["models"]["mine"] = {"backend": "hf", "source": "local", "id": str(tmp_path)}
+    cfg["results_dir"] = str(tmp_path / "results")
+    out = validate(cfg, "test.yaml")
+    assert not Path(out["models"]["echo"]["adapter"]).exists()   # derived, not yet made: no problem

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from echo_lib.config import load_config
+from echo_lib.config import ConfigError, load_config
 from echo_lib.llm import LLMError, Sampling, load_llm
 
 SYSTEM = "You are a warm, attentive friend. Reply in two or three sentences."
@@ -148,7 +148,11 @@ def test_call_tools_picks_a_tool_and_fills_enumerated_arguments(llm):
 
 
 def test_missing_checkpoint_and_unknown_model(tmp_path):
-    cfg = make_cfg(tmp_path, tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="'models.base.id' has value .*nowhere.*does not exist"):
+        make_cfg(tmp_path, tmp_path / "nowhere")   # found at load time
+    (tmp_path / "gone").mkdir()
+    cfg = make_cfg(tmp_path, tmp_path / "gone")
+    (tmp_path / "gone").rmdir()                     # removed after the load: the loader still says so
     with pytest.raises(LLMError, match="no checkpoint"):
         load_llm(cfg, "base").generate(CHATS, Sampling())
     with pytest.raises(LLMError, match="not in the config"):

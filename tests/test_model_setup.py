@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from echo_lib.config import load_config
+from echo_lib.config import ConfigError, load_config
 from echo_lib.model_setup import prepare_models, resolve_model, smoke_chat_reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +25,11 @@ def test_local_model_is_found(tiny_lm_dir):
 
 
 def test_local_model_missing_is_a_clear_error(tmp_path):
-    cfg = local_config(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match="'models.tiny.id' has value .*nowhere.*does not exist"):
+        local_config(tmp_path / "nowhere")          # found at load time
+    (tmp_path / "gone").mkdir()
+    cfg = local_config(tmp_path / "gone")
+    (tmp_path / "gone").rmdir()                     # removed after the load: stage 00 still says so
     with pytest.raises(FileNotFoundError, match="models.tiny.id"):
         resolve_model(cfg, cfg.models["tiny"])
 
