@@ -16,7 +16,8 @@ run=${2:-results/paper}
 : "${VLLM_API_KEY:?set VLLM_API_KEY (any string; clients send the same one)}"
 common=(--dtype bfloat16 --tensor-parallel-size "${TP:-2}" --max-model-len "${MAX_LEN:-32768}"
         --api-key "$VLLM_API_KEY" --enable-lora --max-lora-rank "${MAX_LORA_RANK:-64}"
-        --generation-config vllm)   # sampling from each request (EMPA Table 7: 0.7 / 0.8), not the model's file
+        --generation-config vllm    # sampling from each request (EMPA Table 7: 0.7 / 0.8), not the model's file
+        --enable-prefix-caching)    # a dialogue's next prompt extends its last one: only the new turn is prefilled
 
 case "$what" in
   policy)

@@ -110,7 +110,7 @@ def test_scoring_batches_keep_groups_whole(tmp_path, tiny_lm_dir):
 
 def test_head_cache_reuses_the_exact_head_and_changes_no_number(llm):
     import torch
-    from echo_lib.llm.kv import HeadCache
+    from echo_lib.llm.kv import HeadCache, PrefixCache
     model, tok = llm.backend.load()
     ids = llm.backend._encode(GROUPED)
     heads = HeadCache(max_tokens=4096)
@@ -123,7 +123,9 @@ def test_head_cache_reuses_the_exact_head_and_changes_no_number(llm):
     assert torch.equal(fresh, first) and torch.equal(fresh, again)  # bit for bit, not just close
     assert torch.allclose(other, fresh[:3], atol=1e-4)
 
-    # the backend keeps heads across calls: the same answers, and the second call hits
+    # the backend keeps heads across calls: the same answers, and the second call hits (with the prefix
+    # cache off: it would answer the second call from the whole kept prompts, before any head lookup)
+    llm.backend.prefixes = PrefixCache(0)
     llm.backend.heads.hits = 0
     s = Sampling(temperature=1.0, top_p=0.9, max_new_tokens=6)
     assert [c.text for c in llm.generate(GROUPED, s)] == [c.text for c in llm.generate(GROUPED, s)]

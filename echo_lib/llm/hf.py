@@ -9,6 +9,9 @@ Prompts are left-padded; position ids come from the attention mask, so padding c
 the arithmetic's rounding. Shared prompt prefixes run once (see kv.prefill): the head all prompts of a
 batch share (system prompt, rubric) and the head each group of them shares (one case's history); the
 first kind is kept across calls (`llm.head_cache_tokens`), since a role sends the same head every turn.
+Recent prompts are kept too (`llm.prefix_cache_mb`): a dialogue's next prompt starts from the longest
+kept token prefix and computes only the rest (its new turns), so a dialogue's prefill grows linearly with
+its turns instead of quadratically.
 `choose` scores options by log-probability: the prompts run once, and the later tokens of multi-token
 options run on the prompts' KV cache.
 Next tokens come from echo_lib.llm.sampling (all rows at once); on a CPU in float32 the linear layers keep
@@ -23,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from echo_lib.llm.kv import MIN_SHARED, HeadCache, common_prefix, new_cache, padded, prefill
+from echo_lib.llm.kv import MIN_SHARED, HeadCache, PrefixCache, Tally, common_prefix, new_cache, padded, prefill
 from echo_lib.llm.packed import pack_linears
 from echo_lib.llm.sampling import pick_next
 from echo_lib.llm.settings import LLMSettings
@@ -71,6 +74,8 @@ class HFBackend:
         self._model = self._tok = None
         self.packed_layers = 0
         self.heads = HeadCache(settings.head_cache_tokens)  # shared prompt heads, reused across calls
+        self.prefixes = PrefixCache(settings.prefix_cache_mb)  # recent prompts, which later prompts extend
+        self.tally = Tally()  # prompt tokens asked for / really computed (benchmarks read it)
 
     # ----------------------------------------------------------------------------------------
     # identity (cache key) and description (provenance)
@@ -189,7 +194,8 @@ class HFBackend:
         longest = max(s.max_new_tokens for s in samplings)
         cache = new_cache(model, reserve=longest)  # room for every new token: no re-allocation while decoding
         with torch.inference_mode():
-            logits, mask, pos = prefill(model, tok.pad_token_id, ids, cache, heads=self.heads)
+            logits, mask, pos = prefill(model, tok.pad_token_id, ids, cache, heads=self.heads,
+                                        prefixes=self.prefixes, tally=self.tally)
             logits = logits[:, -1, :]
             width = mask.shape[1]
             mask = torch.cat([mask, mask.new_ones((B, longest))], dim=1)  # step k attends to mask[:, :width + k]
@@ -343,7 +349,8 @@ class HFBackend:
         import torch
         model = self._model
         cache = new_cache(model, reserve=max(map(len, opt_ids)))
-        logits, mask, pos = prefill(model, self._tok.pad_token_id, prompts, cache, heads=self.heads)
+        logits, mask, pos = prefill(model, self._tok.pad_token_id, prompts, cache, heads=self.heads,
+                                    prefixes=self.prefixes, tally=self.tally)
         out = torch.log_softmax(logits[:, -1, :].float(), -1)[:, [o[0] for o in opt_ids]]
         n = len(prompts)
         for k, o in enumerate(opt_ids):
