@@ -146,3 +146,29 @@ def test_iedr_levels_are_the_rounded_expected_level_not_the_argmax(sc):
     assert v.details["judge_mode"] == "choose-expected"
     argmax = Judge(SkewedIEDRJudge(), JudgeParams(mode="choose", iedr_level="argmax")).iedr([sc])[0]
     assert set(argmax.iedr_levels().values()) == {1} and "C.1_expected" not in argmax.details
+
+
+def _shared_head(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_next_turn_prompts_extend_this_turns_history(sc):
+    """Issue 20: the Actor's and the Director's prompt at turn t+1 start with their prompt at turn t up to the
+    end of its chat, although story material was released and the EPM state moved in between (so a prefix
+    cache reuses the whole history)."""
+    one = [Exchange(1, "I failed the exam again.", "That sounds heavy. What happened?")]
+    two = one + [Exchange(2, "I froze on the first question.", "Freezing like that is awful.")]
+    story, epm = StoryState(), EPM((-14, -18, -18), EPMParams(min_turns=3, max_turns=6))
+    before_actor = actor_chat(sc, one, None, story.material(sc))[1]["content"]
+    before_director = dr.director_chat(sc, one, story, epm, 1)[1]["content"]
+    d = dr.apply(ToolCall("select_and_reveal_fragment", {"stage_index": 0}), sc, story, epm, 1)
+    epm.update(1, Rubric(C_Prog=2, A_Prog=1, P_Prog=0))
+    after_actor = actor_chat(sc, two, d.guidance, story.material(sc))[1]["content"]
+    after_director = dr.director_chat(sc, two, story, epm, 2)[1]["content"]
+    assert story.material(sc) and sc.story.stages[0].content in after_actor
+    for before, after in ((before_actor, after_actor), (before_director, after_director)):
+        chat_end = before.index(one[0].reply) + len(one[0].reply)
+        assert _shared_head(before, after) >= chat_end

@@ -59,13 +59,15 @@ def actor_chat(sc: Scenario, history: list[Exchange], guidance: Guidance | None,
                history_turns: int = 0) -> list[dict]:
     """The Actor's prompt for its next message."""
     short, long = LENGTHS.get(sc.language, LENGTHS["en"])
+    # The chat comes before the released material, which grows during the dialogue: so the next turn's
+    # prompt extends this one and a prefix cache reuses it (issue 20).
     parts = [f"Your topic: {sc.topic}\nWhat just happened: {sc.story.trigger}"]
-    if material:
-        parts.append("What has come to your mind since (use it only when it fits):\n- " + "\n- ".join(material))
     if history:
         parts.append("The chat so far:\n" + render(window(history, history_turns), ME, OTHER))
     else:
         parts.append("You start the chat: bring up your topic the way a person would, without explaining everything.")
+    if material:
+        parts.append("What has come to your mind since (use it only when it fits):\n- " + "\n- ".join(material))
     if guidance and guidance.text:
         parts.append(f"Direction for your next message: {guidance.text}")
     size = long if guidance and guidance.new_material else short

@@ -139,11 +139,13 @@ def director_chat(sc: Scenario, history: list[Exchange], story: StoryState, epm:
     stages = "\n".join(f"{i}. [{'released' if i in story.stages else 'not released'}] {s.title}: {s.content}"
                        for i, s in enumerate(sc.story.stages))
     mem = "\n".join(f"- {p}: [{'released' if p in story.memories else 'not released'}]" for p in MEMORY_PERIODS)
+    # The dialogue comes before the state that changes every turn (EPM packet, released story), so that
+    # the next turn's prompt extends this one and a prefix cache reuses it (issue 20).
     user = (f"The user: {sc.persona.name}, {sc.persona.age}. Needs: affective {pr.affective.level}, "
             f"cognitive {pr.cognitive.level}, motivational {pr.motivational.level}. "
             f"Empathy threshold {sc.threshold.level}.\n\n"
-            f"{epm_packet(epm, turn)}\n\nStory stages:\n{stages}\n\nMemories:\n{mem}\n\n"
             f"Dialogue so far:\n{render(window(history, history_turns), 'User', 'Companion')}\n\n"
+            f"{epm_packet(epm, turn)}\n\nStory stages:\n{stages}\n\nMemories:\n{mem}\n\n"
             "Choose the function for the next turn.")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
