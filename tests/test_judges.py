@@ -302,6 +302,10 @@ def test_readout_judge_fits_on_dev_and_answers_the_instruments_questions(tmp_pat
     meta = json.loads((tmp_path / "results/t/judges/readout/heads.json").read_text())
     asked = {q["question"] for q in meta["questions"]}
     assert "Answer with the digit only. C_Prog level:" in asked and "Answer with the letter only. Better chat:" in asked
+    marked = {q["question"]: q.get("marks") for q in meta["questions"]}
+    assert marked["Answer with the letter only. Better chat:"] == ["\n\nChat B:\n", "\n\n"]   # a contrast head
+    assert marked["Answer with the digit only. C_Prog level:"] is None                        # the last token
+    assert training["contrast_heads"] == ["Answer with the letter only. Better chat:"]
     record = run_sensitivity(cfg, training=training)
     s = record["sandbox_judge"]
     assert s["model"] == "tiny_judge" and s["train_n"] == 5 and s["train_accuracy"] == 1.0

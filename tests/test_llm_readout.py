@@ -78,3 +78,56 @@ def test_choose_reads_out_the_known_questions_and_leaves_the_rest_to_the_lm_head
     assert judge.backend.identity()["readout_fingerprint"] and "readout" not in base.backend.identity()
     with pytest.raises(LLMError, match="layer 9 is not in 1..2"):
         base.backend.last_states(train[:1], layer=9)
+
+
+MARKS = ("\n\nChat B:\n", "\n\n")
+
+
+def pair(first: str, second: str) -> list[dict]:
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"The user: tired.\n\nChat A:\n{first}\n\nChat B:\n{second}\n\n"
+                                        "Which chat is better?\nBetter chat:"}]
+
+
+def test_a_contrast_is_the_first_texts_end_state_minus_the_seconds(tmp_path, tiny_lm_dir):
+    import torch
+    llm = load_llm(make_cfg(tmp_path, tiny_lm_dir, batch_size=2, cache=False), "base")
+    chats = [pair("I hear you.", "Whatever."), pair("Stop complaining, really.", "That sounds so hard."),
+             pair("ok", "Tell me more about your day?")]
+    got = llm.backend.contrast_states(chats, layer=1, marks=MARKS)
+    model, tok = llm.backend.load()
+    for chat, row in zip(chats, got):   # by hand: one prompt at a time, all hidden states (layer 1 of 2: the
+        #                                 last entry of hidden_states has the final norm applied)
+        text = tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        ends = [len(tok(text[:text.index(cut)], add_special_tokens=False)["input_ids"]) - 1
+                for cut in ("\n\nChat B:\n", "\n\nWhich chat")]
+        with torch.inference_mode():
+            h = model(input_ids=torch.tensor([tok(text, add_special_tokens=False)["input_ids"]]),
+                      output_hidden_states=True).hidden_states[1][0]
+        assert np.allclose(row, (h[ends[0]] - h[ends[1]]).numpy(), atol=1e-4)   # padding in a batch changes nothing
+    with pytest.raises(LLMError, match="mark '\\\\n\\\\nChat C:' is not in the prompt"):
+        llm.backend.contrast_states(chats[:1], layer=2, marks=("\n\nChat C:", "\n\n"))
+
+
+def test_a_contrast_head_reads_its_contrast_and_keeps_its_marks(tmp_path, tiny_lm_dir):
+    """Fit on both orders of a few pairs, the head answers them back through choose; its marks survive the
+    round trip, and its contrasts are scaled, not centred (a swap that negates the contrast flips the logit)."""
+    base = load_llm(make_cfg(tmp_path, tiny_lm_dir, cache=False), "base")
+    good = ["That sounds so hard, I am here.", "I hear how tired you are.", "Tell me more about your day?"]
+    poor = ["Just get over it.", "Whatever.", "Stop complaining."]
+    chats = [pair(g, p) for g, p in zip(good, poor)] + [pair(p, g) for g, p in zip(good, poor)]
+    target = ["A"] * 3 + ["B"] * 3
+    x = base.backend.contrast_states(chats, layer=2, marks=MARKS)
+    q = question(chats[0])
+    heads = fit_heads(x, [q] * 6, target, layer=2, C=1000.0, marks={q: MARKS})
+    head = heads.heads[q]
+    assert head.marks == MARKS and not head.mean.any()
+    logit = lambda z: np.log(head.probs(z)[:, 1] / head.probs(z)[:, 0])
+    assert np.allclose(logit(x) + logit(-x), 2 * head.intercept[0])   # not centred: -x mirrors x about the intercept
+    heads.save(tmp_path / "heads")
+    assert ReadoutHeads.load(tmp_path / "heads").heads[q].marks == MARKS
+    judge = load_llm(load_config({"results_dir": str(tmp_path / "results"), "llm": {"progress": False, "cache": False},
+                                  "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir),
+                                                      "readout": str(tmp_path / "heads")}}}), "base")
+    got = judge.choose(chats, ["A", "B"])
+    assert [("A" if c.probs["A"] > 0.5 else "B") for c in got] == target

@@ -4,8 +4,10 @@ SFT of a LoRA adapter on the answer token left the 135M judge blind to the reply
 field's prior; benchmarks/README.md), while a linear probe on the same model's hidden state at the end of
 the rubric prompt tells the good reply from the poor one on held-out items. So the trained judge keeps the
 base model and its prompts and replaces only the last step: for every question of the instruments (the six
-MDEP fields, the NEE rating dimensions, the A/B comparison), a logistic head on the state after decoder layer
-`judges.train.layer` at the prompt's last token gives the option probabilities (echo_lib.llm.readout).
+MDEP fields, the NEE rating dimensions), a logistic head on the state after decoder layer
+`judges.train.layer` at the prompt's last token gives the option probabilities (echo_lib.llm.readout). The
+A/B comparison gets a contrast head: the state at the end of chat A minus that at the end of chat B (a
+last-token A/B head picked the same letter in both orders for a third of the held-out pairs).
 
 The heads learn from exactly the examples the SFT recipe uses (echo_lib.judges.train.examples): the dev
 items' good and poor replies, an off-topic contrast and bank replies, each in the instruments' own prompt
@@ -24,14 +26,24 @@ def fit_readout_judge(llm, items: Sequence[SensitivityItem], out_dir: str | Path
                       bank: dict[str, list[str]], bank_per_item: int, variants: int, seed: int) -> dict:
     """Fit and save the heads (out_dir/heads.json, heads.npz) from `llm`'s states (an hf-backend LLM of the
     base model); returns what the record says about the fit."""
+    import numpy as np
+
     from echo_lib.judges.train import examples
     from echo_lib.llm.readout import fit_heads, question
+    from echo_lib.nee.prompts import PAIR_MARKS, PAIR_QUESTION
     if any(it.split != "dev" for it in items):
         raise ValueError("the judge trains on dev items only: the held-out items are what it is measured on")
     start = time.perf_counter()
     exs = examples(items, bank, bank_per_item, variants, seed)
-    states = llm.backend.last_states([e.prompt for e in exs], layer)
-    heads = fit_heads(states, [question(e.prompt) for e in exs], [e.target for e in exs], layer, C, seed)
+    questions = [question(e.prompt) for e in exs]
+    pairs = [i for i, q in enumerate(questions) if q == PAIR_QUESTION]
+    rest = [i for i, q in enumerate(questions) if q != PAIR_QUESTION]
+    states = np.zeros((len(exs), llm.backend.load()[0].config.hidden_size), dtype=np.float32)
+    states[rest] = llm.backend.last_states([exs[i].prompt for i in rest], layer)
+    if pairs:
+        states[pairs] = llm.backend.contrast_states([exs[i].prompt for i in pairs], layer, PAIR_MARKS)
+    heads = fit_heads(states, questions, [e.target for e in exs], layer, C, seed, marks={PAIR_QUESTION: PAIR_MARKS})
     heads.save(out_dir)
     return {"method": "readout", "layer": layer, "C": C, "examples": len(exs), "heads": len(heads.heads),
+            "contrast_heads": sorted(q for q, h in heads.heads.items() if h.marks),
             "skipped_questions": heads.skipped, "seconds": round(time.perf_counter() - start, 1)}

@@ -276,13 +276,17 @@ class HFBackend:
         return self._readout_heads
 
     def _read_out(self, chats, options, routed: dict, layer: int, usage: Usage) -> Iterator[tuple[int, Choice]]:
-        """The chats with a head: their state after `layer`, through their question's head."""
+        """The chats with a head: their state after `layer` (or a contrast head's contrast), through their
+        question's head."""
         import numpy as np
         mine = [i for i, h in routed.items() if h is not None]
-        states = dict(zip(mine, self.last_states([chats[i] for i in mine], layer, usage)))
+        last = [i for i in mine if not routed[i].marks]
+        states = dict(zip(last, self.last_states([chats[i] for i in last], layer, usage))) if last else {}
         for head in {id(routed[i]): routed[i] for i in mine}.values():   # each head once, on all its rows
             rows = [i for i in mine if routed[i] is head]
-            for i, probs in zip(rows, head.probs(np.stack([states[i] for i in rows])).tolist()):
+            x = (self.contrast_states([chats[i] for i in rows], layer, head.marks, usage) if head.marks
+                 else np.stack([states[i] for i in rows]))
+            for i, probs in zip(rows, head.probs(x).tolist()):
                 p = dict(zip(head.classes, probs))
                 yield i, Choice(probs={o: p.get(o, 0.0) for o in options},
                                 logprobs={o: math.log(max(p.get(o, 0.0), 1e-12)) for o in options}, coverage=1.0)
@@ -295,25 +299,9 @@ class HFBackend:
         import torch
         from tqdm.auto import tqdm
         model, tok = self.load()
-        blocks = model.model.layers
-        if not 1 <= layer <= len(blocks):
-            raise LLMError(f"model {self.name!r}: read-out layer {layer} is not in 1..{len(blocks)}")
         ids = self._encode(chats)
         out = np.zeros((len(ids), model.config.hidden_size), dtype=np.float32)
-        caught = {}
-
-        def grab(_module, _inputs, output):
-            caught["h"] = (output[0] if isinstance(output, tuple) else output)[:, -1].float().cpu().numpy()
-            raise _Stop    # the layers above it would change nothing read here
-
-        def up_to_layer(**kwargs):
-            try:
-                model(**kwargs, use_cache=True)
-            except _Stop:
-                pass
-            return caught.pop("h")
-
-        hook = blocks[layer - 1].register_forward_hook(grab)
+        up_to_layer, hook = self._layer_reader(layer, lambda h: h[:, -1].float().cpu().numpy())
         bar = tqdm(total=len(ids), desc=f"{self.name} layer-{layer} states", leave=False,
                    disable=not self.settings.progress or len(ids) < 2)
         n = self.settings.batch_size
@@ -339,6 +327,61 @@ class HFBackend:
             hook.remove()
             bar.close()
         return out
+
+    def contrast_states(self, chats: Sequence[Chat], layer: int, marks: Sequence[str],
+                        usage: Usage | None = None):
+        """[chats x hidden] float32 numpy: for a prompt that shows two texts, the state after decoder layer
+        `layer` at the end of the first minus that at the end of the second. A text ends at the last token
+        before its mark: marks[k] is what follows text k in the last message (its last occurrence there).
+        Every prompt runs whole, without shared heads (the first text's end may lie inside one)."""
+        import numpy as np
+        import torch
+        model, tok = self.load()
+        if len(marks) != 2:
+            raise LLMError(f"model {self.name!r}: a contrast needs two marks, got {list(marks)}")
+        texts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
+        enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+        ids = enc["input_ids"]
+        ends = [[_token_before(text, str(c[-1]["content"]), m, offs) for m in marks]
+                for c, text, offs in zip(chats, texts, enc["offset_mapping"])]
+        out = np.zeros((len(ids), model.config.hidden_size), dtype=np.float32)
+        up_to_layer, hook = self._layer_reader(layer, lambda h: h.float().cpu().numpy())
+        try:
+            for batch in self._batches(ids):
+                x, mask, pos = padded([ids[i] for i in batch], tok.pad_token_id, model.device)
+                with torch.inference_mode():
+                    h = up_to_layer(input_ids=x, attention_mask=mask, position_ids=pos)
+                for r, i in enumerate(batch):
+                    pad = x.shape[1] - len(ids[i])
+                    out[i] = h[r, pad + ends[i][0]] - h[r, pad + ends[i][1]]
+                if usage is not None:
+                    usage.model_calls += len(batch)
+                    usage.prompt_tokens += sum(len(ids[i]) for i in batch)
+        finally:
+            hook.remove()
+        return out
+
+    def _layer_reader(self, layer: int, pick):
+        """(run, hook): run(**model inputs) returns pick(the hidden states after decoder layer `layer`),
+        stopping the forward pass there; remove the hook when done."""
+        model = self._model
+        blocks = model.model.layers
+        if not 1 <= layer <= len(blocks):
+            raise LLMError(f"model {self.name!r}: read-out layer {layer} is not in 1..{len(blocks)}")
+        caught = {}
+
+        def grab(_module, _inputs, output):
+            caught["h"] = pick(output[0] if isinstance(output, tuple) else output)
+            raise _Stop    # the layers above it would change nothing read here
+
+        def run(**kwargs):
+            try:
+                model(**kwargs, use_cache=True)
+            except _Stop:
+                pass
+            return caught.pop("h")
+
+        return run, blocks[layer - 1].register_forward_hook(grab)
 
     def _score_options(self, prompts: list[list[int]], opt_ids: list[list[int]]):
         """Summed log-probability of every option after every prompt, [prompts x options].
@@ -425,7 +468,18 @@ def _sharing(ids: Sequence[Sequence[int]], n: int, share: float = 0.6) -> list[l
 
 
 class _Stop(Exception):
-    """Raised by last_states' hook once the read-out layer has run."""
+    """Raised by _layer_reader's hook once the read-out layer has run."""
+
+
+def _token_before(text: str, content: str, mark: str, offsets) -> int:
+    """Index of the last token of `text` (a rendered prompt) that starts before `mark`'s last occurrence in
+    `content` (its last message)."""
+    at = content.rfind(mark)
+    if at <= 0:
+        raise LLMError(f"read-out mark {mark!r} is not in the prompt's last message after its start; the "
+                       "contrast head was fit on prompts of another layout (refit the heads: rule judges)")
+    where = text.rfind(content) + at
+    return max(i for i, (start, _) in enumerate(offsets) if start < where)
 
 
 def _choice(options: Sequence[str], logprobs: Sequence[float]) -> Choice:

@@ -61,10 +61,13 @@ def rating_prompt(variant: int, t: Transcript, label: str, dim: Dimension, json_
                                         f"{dim.scale_text()}\n{answer}"}]
 
 
+PAIR_QUESTION = "Answer with the letter only. Better chat:"   # the A/B prompt's last line in choose mode
+PAIR_MARKS = ("\n\nChat B:\n", "\n\n")   # what follows chat A, and chat B, in the A/B prompt (read-out heads)
+
+
 def pairwise_prompt(variant: int, first: Transcript, second: Transcript, json_mode: bool = False) -> list[dict]:
     w = wording(variant)
-    answer = ('Return JSON {"winner": "A"} or {"winner": "B"}.' if json_mode
-              else "Answer with the letter only. Better chat:")
+    answer = 'Return JSON {"winner": "A"} or {"winner": "B"}.' if json_mode else PAIR_QUESTION
     return [{"role": "system", "content": w.system},
             {"role": "user", "content": f"{first.profile}\n\nChat A:\n{first.text()}\n\nChat B:\n{second.text()}\n\n"
                                         f"{w.pair_ask}\n{answer}"}]
