@@ -66,8 +66,12 @@ pd.crosstab(pd.Series([it.axis for it in items], name="axis"), pd.Series([it.kin
 # read the reply: a linear probe on its hidden state at the end of the rubric prompt tells the good
 # reply from the poor one on held-out items. So the tiny judge keeps the model and the prompts and
 # replaces only the read-out (`method: readout`, the default): for every question the instruments ask
-# (the six MDEP fields, the NEE dimensions, the A/B comparison), a logistic head on the state after
-# decoder layer `judges.train.layer` gives the option probabilities (`echo_lib.llm.readout`).
+# (the six MDEP fields, the NEE dimensions), a logistic head on the state after decoder layer
+# `judges.train.layer` at the prompt's last token gives the option probabilities (`echo_lib.llm.readout`).
+# The A/B comparison shows two chats in one prompt; there the last token's state mostly tells where the
+# better chat sits, so a last-token head picked the same letter in both orders for a third of the pairs.
+# Its head reads a *contrast* instead: the state at the end of chat A minus the state at the end of chat B
+# (`benchmarks/judge_ab_readout.py` compares the two).
 #
 # The heads learn from the dev items and rule-built contrasts (another item's good reply as an off-topic
 # answer, generic poor replies of data/contrasts.yaml), each in the exact prompt format the instruments

@@ -336,6 +336,7 @@ class HFBackend:
         Every prompt runs whole, without shared heads (the first text's end may lie inside one)."""
         import numpy as np
         import torch
+        from tqdm.auto import tqdm
         model, tok = self.load()
         if len(marks) != 2:
             raise LLMError(f"model {self.name!r}: a contrast needs two marks, got {list(marks)}")
@@ -346,6 +347,8 @@ class HFBackend:
                 for c, text, offs in zip(chats, texts, enc["offset_mapping"])]
         out = np.zeros((len(ids), model.config.hidden_size), dtype=np.float32)
         up_to_layer, hook = self._layer_reader(layer, lambda h: h.float().cpu().numpy())
+        bar = tqdm(total=len(ids), desc=f"{self.name} layer-{layer} contrasts", leave=False,
+                   disable=not self.settings.progress or len(ids) < 2)
         try:
             for batch in self._batches(ids):
                 x, mask, pos = padded([ids[i] for i in batch], tok.pad_token_id, model.device)
@@ -354,11 +357,13 @@ class HFBackend:
                 for r, i in enumerate(batch):
                     pad = x.shape[1] - len(ids[i])
                     out[i] = h[r, pad + ends[i][0]] - h[r, pad + ends[i][1]]
+                bar.update(len(batch))
                 if usage is not None:
                     usage.model_calls += len(batch)
                     usage.prompt_tokens += sum(len(ids[i]) for i in batch)
         finally:
             hook.remove()
+            bar.close()
         return out
 
     def _layer_reader(self, layer: int, pick):
