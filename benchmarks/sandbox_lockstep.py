@@ -122,7 +122,7 @@ def run_arm(arm: str, work: Path, n_cases: int, max_turns: int, threads: int) ->
     cfg = tiny_config(results_dir, n_cases, max_turns, prefix_cache_mb=mb)
     ids = [sc.id for sc in select_cases(cfg).scenarios]
     t0 = time.perf_counter()
-    llm = load_llm(cfg, "base")
+    llm = load_llm(cfg, "base", dialogues=True)
     llm.backend.load()
     load_s = time.perf_counter() - t0
     rss_loaded = psutil.Process().memory_info().rss

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from echo_lib.llm import Sampling, load_llm
+from echo_lib.config import load_config
 from echo_lib.llm.kv import MIN_SHARED, PrefixCache, Tally, keep_lengths, new_cache, prefill
 from test_llm_hf import SYSTEM, make_cfg
 
@@ -45,7 +46,7 @@ def judge(case: int, turns: int, question: str) -> list[dict]:
 
 @pytest.fixture
 def llm(tmp_path, tiny_lm_dir):
-    return load_llm(make_cfg(tmp_path, tiny_lm_dir, cache=False), "base")
+    return load_llm(make_cfg(tmp_path, tiny_lm_dir, cache=False), "base", dialogues=True)
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def test_embedded_model_multi_turn_dialogue_is_unchanged(tmp_path):
     """SmolLM2-135M, a 5-turn dialogue of two cases whose replies come from the model itself: greedy
     replies and judge probabilities with the prefix cache equal those without it."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    cached = load_llm(make_cfg(tmp_path / "a", EMBEDDED, cache=False), "base")
+    cached = load_llm(make_cfg(tmp_path / "a", EMBEDDED, cache=False), "base", dialogues=True)
     plain = load_llm(make_cfg(tmp_path / "b", EMBEDDED, cache=False, prefix_cache_mb=0), "base")
     greedy = Sampling(temperature=0, max_new_tokens=24)
     options = ["0", "1", "2"]
@@ -183,3 +184,25 @@ def test_embedded_model_multi_turn_dialogue_is_unchanged(tmp_path):
         for c, reply in enumerate(a):
             history[c] += [f"Friend: {reply.text.strip() or '...'}", f"User: {FOLLOW[(c + turn) % len(FOLLOW)]}"]
     assert cached.backend.tally.computed < 0.65 * plain.backend.tally.computed  # 0.57 measured (turn 0 is all new)
+
+
+def test_only_dialogue_callers_keep_prompts(tmp_path, tiny_lm_dir):
+    """The sandbox asks for the prefix cache (its prompts extend each other); every other stage's backend
+    keeps none, whatever llm.prefix_cache_mb says (kept scoring prompts only filled memory in RL)."""
+    cfg = make_cfg(tmp_path, tiny_lm_dir, cache=False, prefix_cache_mb=64)
+    assert load_llm(cfg, "base", dialogues=True).backend.prefixes.max_bytes == 64 * 2**20
+    assert load_llm(cfg, "base").backend.prefixes.max_bytes == 0
+
+
+def test_the_sandbox_loads_its_roles_with_the_prefix_cache(tmp_path, monkeypatch):
+    import echo_lib.llm
+    from echo_lib.sandbox.run import run_sandbox
+    asked = []
+
+    def first_role(cfg, name, **kw):
+        asked.append(kw)
+        raise StopIteration   # enough: how the first role was asked for
+    monkeypatch.setattr(echo_lib.llm, "load_llm", first_role)
+    with pytest.raises(StopIteration):
+        run_sandbox(load_config({"results_dir": str(tmp_path)}), "base")
+    assert asked == [{"dialogues": True}]

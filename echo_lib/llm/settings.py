@@ -24,7 +24,7 @@ class LLMSettings:
     choose_fallback: str = "error"     # openai choose without logprobs: "error" or "generate" (greedy + exact match)
     tool_arg_tokens: int = 32          # hf call_tools: most tokens for a free-text argument
     head_cache_tokens: int = 8192      # hf: tokens of shared prompt heads kept across calls (0: none)
-    prefix_cache_mb: float = 512       # hf, per model: MiB of recent prompts' keys/values that later prompts extend (0: none)
+    prefix_cache_mb: float = 512       # hf, per sandbox model: MiB of recent prompts that later prompts extend (0: none)
     packed_weights: bool = True        # hf on CPU, float32: MKL-packed weights for decode steps (~2x weight memory)
     tool_call_tokens: int = 256        # openai call_tools: most tokens for the whole call
     progress: bool = True              # tqdm bars on batches of more than one step

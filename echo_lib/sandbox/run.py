@@ -67,7 +67,7 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
 
     def llm(name: str):
         if name not in loaded:
-            loaded[name] = load_llm(cfg, name)
+            loaded[name] = load_llm(cfg, name, dialogues=True)   # each role's next prompt extends its last
         return loaded[name]
 
     names = {"test_model_name": model, "actor_model": cfg.roles.actor, "judger_model": cfg.roles.judge,
