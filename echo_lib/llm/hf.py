@@ -141,10 +141,14 @@ class HFBackend:
         self._model, self._tok = model, tok
         return model, tok
 
+    def _render(self, chats: Sequence[Chat]) -> list[str]:
+        """Each chat as the prompt text the model reads (its chat template, ready for the assistant's turn)."""
+        _, tok = self.load()
+        return [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
+
     def _encode(self, chats: Sequence[Chat]) -> list[list[int]]:
         _, tok = self.load()
-        texts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
-        return tok(texts, add_special_tokens=False)["input_ids"]
+        return tok(self._render(chats), add_special_tokens=False)["input_ids"]
 
     def _batches(self, ids: Sequence[Sequence[int]], by_prefix: bool = False) -> list[list[int]]:
         """Indices in batches of at most batch_size: by length (less padding), or for scoring by token
@@ -340,7 +344,7 @@ class HFBackend:
         model, tok = self.load()
         if len(marks) != 2:
             raise LLMError(f"model {self.name!r}: a contrast needs two marks, got {list(marks)}")
-        texts = [tok.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in chats]
+        texts = self._render(chats)
         enc = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
         ids = enc["input_ids"]
         ends = [[_token_before(text, str(c[-1]["content"]), m, offs) for m in marks]
