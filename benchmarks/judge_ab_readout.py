@@ -22,39 +22,44 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from echo_lib.config import load_config
-from echo_lib.judges.sensitivity import transcript
+from echo_lib.judges.sensitivity import pairwise_preferences, transcript
 from echo_lib.judges.sensitivity_set import load_set, select
 from echo_lib.judges.train import examples
 from echo_lib.llm import load_llm
 from echo_lib.llm.readout import fit_heads, question
 from echo_lib.nee.blinding import Blinder
 from echo_lib.nee.prompts import PAIR_MARKS, PAIR_QUESTION, pairwise_prompt
+from echo_lib.nee.scores import position_bias
 from echo_lib.synthesis.contrasts import load_bank
 
 
-def held_out_pairs(cfg) -> list[tuple[str, int, str, list[dict]]]:
+def held_out_pairs(items, variants: int) -> list[tuple[str, int, str, list[dict]]]:
     """(item id, wording, the letter of the good chat, prompt): every held-out item in both orders."""
     blind, out = Blinder([]), []
-    for it in select(load_set(cfg.judges.set), "heldout"):
+    for it in items:
         good, poor = transcript(it, it.good, "good", blind), transcript(it, it.poor, it.kind, blind)
-        for v in range(cfg.nee.prompt_variants):
+        for v in range(variants):
             out += [(it.id, v, "A", pairwise_prompt(v, good, poor)), (it.id, v, "B", pairwise_prompt(v, poor, good))]
     return out
 
 
-def score(p_a: np.ndarray, pairs) -> dict:
-    """Pairwise accuracy over items and position bias over (item, wording), from P("A") per prompt."""
-    by = {}
+def score(p_a: np.ndarray, pairs, items) -> dict:
+    """Pairwise accuracy over items and position bias over (item, wording), from P("A") per prompt, by the
+    sensitivity stage's own functions: the good reply plays the model, the poor one the reference, each
+    wording a judge."""
+    rows = []
     for (iid, v, good, _), p in zip(pairs, p_a):
-        by.setdefault((iid, v), {})[good] = p
-    same_letter = [(r["A"] > 0.5) == (r["B"] > 0.5) for r in by.values()]
-    p_good = {}
-    for (iid, _), r in by.items():
-        p_good.setdefault(iid, []).append((r["A"] + 1 - r["B"]) / 2)
-    return {"pairwise_accuracy": round(float(np.mean([np.mean(x) > 0.5 for x in p_good.values()])), 3),
-            "position_bias": round(float(np.mean(same_letter)), 3), "n_items": len(p_good), "n_pairs": len(by)}
+        first, second = ("good", "poor") if good == "A" else ("poor", "good")
+        rows.append({"model": "good", "case_id": iid, "judge": f"v{v + 1}",
+                     "order": "model_first" if good == "A" else "reference_first",
+                     "winner": first if p > 0.5 else second, "p_first": float(p)})
+    pairwise = pd.DataFrame(rows)
+    panel = pairwise_preferences(pairwise, items)["panel"]
+    return {"pairwise_accuracy": round(float(np.mean(panel)), 3), "position_bias": round(position_bias(pairwise), 3),
+            "n_items": len(panel), "n_pairs": len(pairwise) // 2}
 
 
 def main() -> None:
@@ -70,7 +75,8 @@ def main() -> None:
     train = [e for e in examples(select(load_set(cfg.judges.set), "dev"), load_bank(cfg.judges.train.bank_file),
                                  args.bank_per_item, cfg.nee.prompt_variants, cfg.seed, sandbox=False)
              if question(e.prompt) == PAIR_QUESTION]
-    test = held_out_pairs(cfg)
+    held = select(load_set(cfg.judges.set), "heldout")
+    test = held_out_pairs(held, cfg.nee.prompt_variants)
     y = [e.target for e in train]
     result = {"layer": args.layer, "C": args.C, "bank_per_item": args.bank_per_item, "n_train": len(train)}
     for kind in ("last_token", "contrast"):
@@ -82,7 +88,7 @@ def main() -> None:
         head = fit_heads(states([e.prompt for e in train]), [PAIR_QUESTION] * len(train), y, args.layer, args.C,
                          cfg.seed, marks=marks).heads[PAIR_QUESTION]
         p_a = head.probs(states([p for *_, p in test]))[:, head.classes.index("A")]
-        result[kind] = score(p_a, test)
+        result[kind] = score(p_a, test, held)
     line = json.dumps(result)
     print(line)
     if args.out:
