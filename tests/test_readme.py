@@ -77,15 +77,17 @@ def checkout_copy(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cmd", sorted({c for c in commands() if c.startswith("snakemake ")}))
+@pytest.mark.parametrize("cmd", sorted({c for c in commands() if c.startswith(("snakemake ", "echo-run "))}))
 def test_snakemake_commands_plan_as_written(cmd, checkout_copy):
-    """Each snakemake line of the README, as a dry run (it builds the DAG, validates the config, runs nothing)."""
+    """Each snakemake (or echo-run) line of the README, as a dry run (it builds the DAG, validates the
+    config, runs nothing)."""
     args = shlex.split(cmd)[1:]
     if "--report" in args:  # the report needs a finished run; its DAG is the same as without it
         i = args.index("--report")
         del args[i:i + 2]
     if "-n" not in args:
         args.append("-n")
-    out = subprocess.run([sys.executable, "-m", "snakemake", *args, "--nolock", "--quiet", "rules"],
+    module = "echo_lib.workflow" if cmd.startswith("echo-run ") else "snakemake"
+    out = subprocess.run([sys.executable, "-m", module, *args, "--nolock", "--quiet", "rules"],
                          cwd=checkout_copy, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{cmd!r} (as a dry run) failed:\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
