@@ -160,6 +160,31 @@ def test_the_hf_fingerprint_follows_the_adapter_content(tmp_path):
     assert fingerprint(adapter) != before
 
 
+def test_the_hf_fingerprint_sees_every_byte_and_the_readout_heads(tmp_path):
+    """A weight file retrained in place where only its middle moved (same size, same first and last MiB,
+    as a merged LoRA of middle layers can be), and read-out heads re-fitted with the same heads.json,
+    both keyed the old results (the fingerprint read a file's first and last MiB, and no .npz)."""
+    import os
+
+    from echo_lib.llm.hf import fingerprint
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    weights = bytearray(6 << 20)
+    (ckpt / "model.safetensors").write_bytes(weights)
+    (ckpt / "heads.json").write_text('{"layer": 20}')
+    (ckpt / "heads.npz").write_bytes(b"\x00" * 512)
+    before = fingerprint(ckpt)
+    weights[3 << 20] = 1
+    (ckpt / "model.safetensors").write_bytes(weights)
+    os.utime(ckpt / "model.safetensors", ns=(1, 1))        # a new version, whatever the clock's resolution
+    middle = fingerprint(ckpt)
+    assert middle != before
+    (ckpt / "heads.npz").write_bytes(b"\x00" * 511 + b"\x01")
+    os.utime(ckpt / "heads.npz", ns=(1, 1))
+    assert fingerprint(ckpt) not in (before, middle)
+
+
 def test_each_stage_counts_only_the_cases_and_models_its_config_names(tmp_path, caplog):
     """Issue 18, section 1: shrink sandbox.case_ids and the dropped cases' files stayed in summary.json
     and in stage 05's tables. Now stage 04's summary is the run's manifest and stage 05 follows it."""

@@ -42,23 +42,29 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def fingerprint(folder: str | Path) -> str | None:
-    """Cheap content fingerprint of a checkpoint folder: config files in full, weight files by size and
-    their first and last MiB (a changed conversion changes the key; hashing 500 MB each load would not pay)."""
+    """Content fingerprint of a checkpoint, adapter or read-out folder: the sha256 of every file in it
+    (weights, configs, tokenizer, heads), so that a folder retrained in place gets a new key even where
+    only middle layers moved. Each file is read once per process and version (path, size, mtime)."""
     folder = Path(folder)
     if not folder.is_dir():
         return None  # a hub id: its revision is in the key instead
-    parts = []
-    for f in sorted(folder.iterdir()):
-        if f.suffix == ".json":
-            parts.append([f.name, f.read_text()])
-        elif f.suffix in (".safetensors", ".bin"):
-            size = f.stat().st_size
-            with open(f, "rb") as fh:
-                head = fh.read(1 << 20)
-                fh.seek(max(0, size - (1 << 20)))
-                tail = fh.read()
-            parts.append([f.name, size, hashlib.sha256(head).hexdigest(), hashlib.sha256(tail).hexdigest()])
-    return stable_hash(parts, 16)
+    files = sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith("."))
+    return stable_hash([[f.name, file_sha256(f)] for f in files], 16)
+
+
+_FILE_HASHES: dict[tuple, str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_HASHES:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 24), b""):
+                digest.update(block)
+        _FILE_HASHES[key] = digest.hexdigest()
+    return _FILE_HASHES[key]
 
 
 class HFBackend:
