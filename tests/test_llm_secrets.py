@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import traceback
+from pathlib import Path
 
 import pytest
 from openai_stub import Stub
@@ -17,6 +18,7 @@ from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
 from echo_lib.llm.secrets import redact
 from echo_lib.sandbox import SandboxFailed, run_sandbox
 
+ROOT = Path(__file__).resolve().parents[1]
 KEY = "echo0pass7f3a9cQzz"   # no key-like prefix: a pattern would miss it
 ENV = "ECHO_STUB_API_KEY"
 CHAT = [{"role": "system", "content": "You are kind."}, {"role": "user", "content": "hi"}]
@@ -55,7 +57,9 @@ def test_a_403_quoting_the_key_leaves_it_out_of_the_error(tmp_path, monkeypatch)
     assert "PermissionDenied" in records and KEY not in records
 
 
-def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog):
+def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog, capsys):
+    """Stage 04's notebook and log hold what the stage prints, logs and the traceback it fails with:
+    each is checked here, with every file the run wrote."""
     caplog.set_level(logging.DEBUG)   # the client's and httpx's debug logs too
     monkeypatch.setenv(ENV, KEY)
     with Stub(refuse_echoing_the_key) as stub:
@@ -68,6 +72,7 @@ def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog):
         with pytest.raises(SandboxFailed) as failed:   # the whole model failed: the stage fails (budget)
             run_sandbox(load_config(cfg), "base", llms=llms)
     assert "PermissionDenied" in str(failed.value) and KEY not in str(failed.value)
+    assert KEY not in "".join(traceback.format_exception(failed.value))   # what papermill shows of the failure
     written = sorted(p for p in (tmp_path / "results").rglob("*") if p.is_file())
     names = {p.name for p in written}
     assert {"own_001_error.json", "summary.json", "llm_provenance.jsonl"} <= names, names
@@ -78,6 +83,33 @@ def test_no_sandbox_artifact_holds_the_key(tmp_path, monkeypatch, caplog):
     for path in written:
         assert KEY not in path.read_text(errors="replace"), path
     assert KEY not in caplog.text
+    printed = capsys.readouterr()
+    assert KEY not in printed.out + printed.err
+
+
+def test_stage_04s_notebook_and_log_hold_no_key(tmp_path, monkeypatch):
+    """The issue's probe as a user meets it: stage 04's notebook run by papermill (as Snakemake runs it)
+    against the 403 stub in every role; the executed notebook, the stage log and every result file."""
+    import yaml
+
+    from echo_lib.config import validate
+    from echo_lib.notebook import run_notebook
+
+    monkeypatch.setenv(ENV, KEY)
+    with Stub(refuse_echoing_the_key) as stub:
+        raw = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text()) | {
+            "results_dir": str(tmp_path / "results"), "models": {"base": stub_model(stub)},
+            "roles": {"judge": "base", "nee_judges": ["base"]}, "sandbox": {"models": ["base"], "max_cases": 2},
+            "llm": {"max_retries": 0}, "judges": {"train": {"enabled": False}}}
+        with pytest.raises(Exception, match="SandboxFailed") as failed:
+            run_notebook(ROOT / "notebooks" / "04_sandbox.py", tmp_path / "04_sandbox_base.ipynb",
+                         {"config": validate(raw, "test"), "model": "base"}, log=tmp_path / "04_sandbox_base.log",
+                         threads=1)
+    assert len(stub.requests) >= 2 and KEY not in str(failed.value)
+    written = {p.name: p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()}
+    assert {"04_sandbox_base.ipynb", "04_sandbox_base.log", "summary.json", "llm_provenance.jsonl"} <= set(written)
+    assert "PermissionDenied" in written["04_sandbox_base.log"] and "<redacted>" in written["04_sandbox_base.ipynb"]
+    assert [name for name, text in written.items() if KEY in text] == []
 
 
 @pytest.mark.parametrize("umask,mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
