@@ -185,6 +185,30 @@ def test_the_hf_fingerprint_sees_every_byte_and_the_readout_heads(tmp_path):
     assert fingerprint(ckpt) not in (before, middle)
 
 
+def test_the_code_fingerprint_covers_every_module_a_dialogue_runs_through():
+    """The resume check keys results on the text of the code that makes a dialogue: the sandbox's roles
+    and loop, and every echo_lib.epm module they import (an edited stop rule was not part of the key)."""
+    import ast
+    from pathlib import Path
+
+    from echo_lib.sandbox.results import PROMPT_MODULES
+
+    lib = Path(__file__).resolve().parents[1] / "echo_lib"
+    todo, seen = [m for m in PROMPT_MODULES if m.startswith("sandbox/")], set()
+    while todo:
+        module = todo.pop()
+        seen.add(module)
+        for node in ast.walk(ast.parse((lib / f"{module}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("echo_lib.epm"):
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                for name in names:
+                    path = name.removeprefix("echo_lib.").replace(".", "/")
+                    if (lib / f"{path}.py").is_file() and path not in seen:
+                        todo.append(path)
+    assert seen <= set(PROMPT_MODULES), sorted(seen - set(PROMPT_MODULES))
+    assert {"epm/termination", "epm/physics", "epm/mdep"} <= seen
+
+
 def test_each_stage_counts_only_the_cases_and_models_its_config_names(tmp_path, caplog):
     """Issue 18, section 1: shrink sandbox.case_ids and the dropped cases' files stayed in summary.json
     and in stage 05's tables. Now stage 04's summary is the run's manifest and stage 05 follows it."""

@@ -56,13 +56,16 @@ class RunMeta:
                 "judge_mode": self.judge_mode, "config_hash": self.config_hash, "fingerprints": dict(self.fingerprints)}
 
 
-# the modules whose text decides what the roles are asked and how a dialogue goes
-PROMPT_MODULES = ("actor", "batch", "dialogue", "director", "judge", "loop", "test_model")
+# the modules (under echo_lib/) whose text decides what the roles are asked and how a dialogue goes: the
+# sandbox's roles and loop, and the EPM code that turns a turn's levels into the stop decision
+PROMPT_MODULES = ("sandbox/actor", "sandbox/batch", "sandbox/dialogue", "sandbox/director", "sandbox/judge",
+                  "sandbox/loop", "sandbox/test_model",
+                  "epm/engine", "epm/iedr", "epm/mdep", "epm/params", "epm/physics", "epm/termination", "epm/trajectory")
 
 
 def code_fingerprint() -> str:
-    here = Path(__file__).parent
-    return stable_hash([(m, (here / f"{m}.py").read_text(encoding="utf-8")) for m in PROMPT_MODULES], 16)
+    root = Path(__file__).parents[1]
+    return stable_hash([(m, (root / f"{m}.py").read_text(encoding="utf-8")) for m in PROMPT_MODULES], 16)
 
 
 def scenario_fingerprint(scenario) -> str:
