@@ -65,6 +65,13 @@ def res(stage):
     return config["resources"].get(stage, config["resources"]["default"])
 
 
+def with_weights(*folders):
+    """Folders a rule writes (directory outputs) and, once they exist, the weight files in them. Snakemake
+    dates a directory output by the .snakemake_timestamp it leaves there, so weights rewritten in place
+    (a stage notebook run by hand) would not make the rules that read them run again; the files do."""
+    return [p for f in folders for p in (f, *sorted(glob.glob(f"{f}/*.safetensors")))]
+
+
 def trained_judge(wildcards=None):
     """With judges.train.enabled, rule judges trains the tiny judge's adapter: whoever may ask that judge waits."""
     return [f"{RUN}/judges/sensitivity.json"] if config["judges"]["train"]["enabled"] else []
@@ -286,7 +293,7 @@ rule policy:
         manifest=f"{RUN}/models/manifest.json",
         data=[f"{RUN}/data/empathy/train.jsonl", f"{RUN}/data/empathy/test.jsonl", f"{RUN}/data/humanlike/train.jsonl"],
         # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
-        rms=[f"{RUN}/rm/{k}/adapter" for k in ("empathy", "humanlike", "scalar")],
+        rms=lambda w: with_weights(*(f"{RUN}/rm/{k}/adapter" for k in ("empathy", "humanlike", "scalar"))),
         judge=trained_judge,   # the win-rate judge defaults to roles.judge
     output:
         metrics=f"{RUN}/policy/{{variant}}/metrics.json",
@@ -319,7 +326,7 @@ rule policy:
 
 def tested_adapter(wildcards):
     """A trained policy variant is tested once stage 03 has written its adapter."""
-    return [f"{RUN}/policy/{wildcards.model}/adapter"] if wildcards.model in VARIANTS else []
+    return with_weights(f"{RUN}/policy/{wildcards.model}/adapter") if wildcards.model in VARIANTS else []
 
 
 rule judges:

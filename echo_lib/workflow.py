@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from echo_lib.config import ConfigError, read_yaml
 
 CONFIG_FLAGS = ("--configfile", "--configfiles")
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def named_config_files(argv: Sequence[str]) -> list[str]:
@@ -42,7 +43,9 @@ def config_problems(argv: Sequence[str]) -> list[str]:
         try:
             read_yaml(path)
         except ConfigError as err:
-            problems.append(str(err))
+            hint = "" if path.endswith(CONFIG_SUFFIXES) else (
+                " (--configfile takes every word after it up to the next option: give targets before it)")
+            problems.append(f"{err}{hint}")
     return problems
 
 

@@ -143,6 +143,30 @@ def test_rerun_does_nothing(ci_run):
     assert rc == 0 and "Nothing to be done" in out, out[-3000:]
 
 
+@pytest.mark.parametrize("weights, reader", [
+    ("policy/echo/adapter/adapter_model.safetensors", "sandbox/echo/summary.json"),
+    ("rm/empathy/adapter/adapter_model.safetensors", "policy/echo/train_log.csv"),
+])
+def test_weights_rewritten_in_place_run_their_readers_again(ci_run, weights, reader):
+    """A stage notebook run by hand rewrites an adapter inside a folder that Snakemake dates by its
+    .snakemake_timestamp: the rules that read those weights must run again (issue 18: the sandbox kept
+    the old dialogues, and the EPM tables and the paper with it)."""
+    import os
+    import time
+
+    run_dir, _ = ci_run
+    path = run_dir / weights
+    old = path.stat()
+    os.utime(path, ns=(old.st_atime_ns, time.time_ns()))   # rewritten now
+    try:
+        rc, out = snakemake(str(run_dir / reader), "-n", "--configfile", "config/ci.yaml", results_dir=run_dir.parent)
+    finally:
+        os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    assert rc == 0 and "Nothing to be done" not in out, out[-3000:]
+    reasons = [line for line in out.splitlines() if "reason:" in line]
+    assert any("Updated input files" in r and weights in r for r in reasons), "\n".join(reasons) or out[-3000:]
+
+
 def test_report_shows_the_stage_figures_with_their_captions(ci_run, tmp_path):
     run_dir, _ = ci_run
     html = tmp_path / "report.html"

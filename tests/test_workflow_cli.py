@@ -47,6 +47,15 @@ def test_malformed_yaml_and_a_key_twice_name_file_and_line(tmp_path, capsys):
                         "key 'seed' appears twice (lines 1 and 2)")
 
 
+def test_a_target_after_configfile_is_named_as_what_snakemake_would_read(capsys):
+    """snakemake's --configfile takes every word up to the next option, so a target placed after it is
+    read as a config file (a traceback under plain snakemake); echo-run says so."""
+    rc, calls = run_main(["--configfile", "config/ci.yaml", "results/probe/epm/summary.csv", "--cores", "2"])
+    assert rc == 2 and calls == []
+    assert capsys.readouterr().err == ("echo-run: config file results/probe/epm/summary.csv does not exist (--configfile "
+                                       "takes every word after it up to the next option: give targets before it)\n")
+
+
 def test_readable_files_hand_every_argument_to_this_environments_snakemake():
     argv = ["--cores", "2", "--configfile", str(ROOT / "config/ci.yaml"), "--config", "seed=3"]
     rc, calls = run_main(argv)
