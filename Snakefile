@@ -65,11 +65,11 @@ def res(stage):
     return config["resources"].get(stage, config["resources"]["default"])
 
 
-def with_weights(*folders):
-    """Folders a rule writes (directory outputs) and, once they exist, the weight files in them. Snakemake
-    dates a directory output by the .snakemake_timestamp it leaves there, so weights rewritten in place
-    (a stage notebook run by hand) would not make the rules that read them run again; the files do."""
-    return [p for f in folders for p in (f, *sorted(glob.glob(f"{f}/*.safetensors")))]
+def adapter_files(folder):
+    """A LoRA adapter as the files PEFT writes, not as a directory() output: Snakemake dates a directory
+    output by the .snakemake_timestamp it leaves there, so weights rewritten in place (a stage notebook
+    run by hand) would not make the rules that read them run again; files are dated by themselves."""
+    return [f"{folder}/adapter_model.safetensors", f"{folder}/adapter_config.json"]
 
 
 def trained_judge(wildcards=None):
@@ -261,7 +261,7 @@ rule reward_model:
         table=f"{RUN}/rm/{{kind}}/metrics.csv",
         figure=report(f"{RUN}/rm/{{kind}}/training.png", caption="report/reward_model.rst", category="Reward models"),
         train_log=f"{RUN}/rm/{{kind}}/train_log.csv",
-        adapter=directory(f"{RUN}/rm/{{kind}}/adapter"),
+        adapter=adapter_files(f"{RUN}/rm/{{kind}}/adapter"),
         nb=f"{NB}/02_reward_models_{{kind}}.ipynb",
     wildcard_constraints:
         kind="|".join(RM_KINDS),
@@ -293,7 +293,7 @@ rule policy:
         manifest=f"{RUN}/models/manifest.json",
         data=[f"{RUN}/data/empathy/train.jsonl", f"{RUN}/data/empathy/test.jsonl", f"{RUN}/data/humanlike/train.jsonl"],
         # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
-        rms=lambda w: with_weights(*(f"{RUN}/rm/{k}/adapter" for k in ("empathy", "humanlike", "scalar"))),
+        rms=[f for k in ("empathy", "humanlike", "scalar") for f in adapter_files(f"{RUN}/rm/{k}/adapter")],
         judge=trained_judge,   # the win-rate judge defaults to roles.judge
     output:
         metrics=f"{RUN}/policy/{{variant}}/metrics.json",
@@ -301,7 +301,7 @@ rule policy:
         winrate=f"{RUN}/policy/{{variant}}/winrate.csv",
         figure=report(f"{RUN}/policy/{{variant}}/training.png", caption="report/policy_training.rst", category="Policy RL"),
         hacking=report(f"{RUN}/policy/{{variant}}/hacking.png", caption="report/policy_hacking.rst", category="Policy RL"),
-        adapter=directory(f"{RUN}/policy/{{variant}}/adapter"),
+        adapter=adapter_files(f"{RUN}/policy/{{variant}}/adapter"),
         nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
     wildcard_constraints:
         variant="|".join(VARIANTS) or "echo",
@@ -326,7 +326,7 @@ rule policy:
 
 def tested_adapter(wildcards):
     """A trained policy variant is tested once stage 03 has written its adapter."""
-    return with_weights(f"{RUN}/policy/{wildcards.model}/adapter") if wildcards.model in VARIANTS else []
+    return adapter_files(f"{RUN}/policy/{wildcards.model}/adapter") if wildcards.model in VARIANTS else []
 
 
 rule judges:
