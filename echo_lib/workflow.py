@@ -4,8 +4,9 @@
 
 Snakemake reads `--configfile` itself, before the Snakefile runs: a missing file is a Python traceback
 and a malformed one "Config file is not valid JSON or YAML" without the file or the line. echo-run reads
-each named file first, as the run will (a key given twice is an error too), and stops with one line
-naming the file and the line; when all of them read, it hands every argument to snakemake unchanged.
+each named file (or, with none, config/default.yaml) first, as the run will (a key given twice is an
+error too), and stops with one line naming the file and the line; when all of them read, it hands every
+argument to snakemake unchanged.
 What the keys mean is checked by the Snakefile, as under plain snakemake.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from echo_lib.config import ConfigError, read_yaml
 
 CONFIG_FLAGS = ("--configfile", "--configfiles")
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+DEFAULT = "config/default.yaml"   # what the Snakefile reads when no --configfile is given
 
 
 def named_config_files(argv: Sequence[str]) -> list[str]:
@@ -39,7 +41,8 @@ def named_config_files(argv: Sequence[str]) -> list[str]:
 def config_problems(argv: Sequence[str]) -> list[str]:
     """One line per named config file that is missing, unreadable or not a YAML mapping."""
     problems = []
-    for path in named_config_files(argv):
+    named = named_config_files(argv) or ([DEFAULT] if os.path.exists(DEFAULT) else [])
+    for path in named:
         try:
             read_yaml(path)
         except ConfigError as err:

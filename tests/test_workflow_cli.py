@@ -56,6 +56,15 @@ def test_a_target_after_configfile_is_named_as_what_snakemake_would_read(capsys)
                                        "takes every word after it up to the next option: give targets before it)\n")
 
 
+def test_without_configfile_the_default_config_is_read(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)   # a checkout whose default config was edited badly
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "default.yaml").write_text("seed: 1\nseed: 2\n")
+    rc, calls = run_main(["--cores", "2"])
+    assert rc == 2 and calls == []
+    assert "config/default.yaml, line 2 is not valid YAML: key 'seed' appears twice" in capsys.readouterr().err
+
+
 def test_readable_files_hand_every_argument_to_this_environments_snakemake():
     argv = ["--cores", "2", "--configfile", str(ROOT / "config/ci.yaml"), "--config", "seed=3"]
     rc, calls = run_main(argv)
