@@ -61,14 +61,11 @@ def played(run: Path, model: str) -> str:
 
 
 @contextmanager
-def edited(path: Path, text: bytes | None):
-    """`path` holds `text` (None: is absent) inside the block; then its old content and dates come back."""
+def edited(path: Path, text: bytes):
+    """`path` holds `text` inside the block; then its old content and dates come back (or, new, it goes)."""
     old = path.read_bytes() if path.exists() else None
     dates = path.stat() if old is not None else None
-    if text is None:
-        path.unlink(missing_ok=True)
-    else:
-        path.write_bytes(text)
+    path.write_bytes(text)
     try:
         yield path
     finally:

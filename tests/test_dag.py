@@ -148,9 +148,9 @@ def test_rerun_does_nothing(ci_run):
     ("rm/empathy/adapter/adapter_model.safetensors", "policy/echo/train_log.csv"),
 ])
 def test_weights_rewritten_in_place_run_their_readers_again(ci_run, weights, reader):
-    """A stage notebook run by hand rewrites an adapter inside a folder that Snakemake dates by its
-    .snakemake_timestamp: the rules that read those weights must run again (issue 18: the sandbox kept
-    the old dialogues, and the EPM tables and the paper with it)."""
+    """A stage notebook run by hand rewrites an adapter's weights in place: the rules that read them must
+    run again (issue 18: as a directory() output the adapter was dated by Snakemake's .snakemake_timestamp,
+    and the sandbox kept the old dialogues, and the EPM tables and the paper with them)."""
     import os
     import time
 
