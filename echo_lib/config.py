@@ -376,6 +376,17 @@ def _run_problems(cfg: dict) -> list[str]:
             problems.append(f"key 'sandbox.case_ids' names {', '.join(map(repr, missing))}, which the own case set "
                             f"does not have ({own}); allowed: the file names there, e.g. own_001")
     policy = cfg["policy"]
+    if policy["anchor"] == "policy_median" and not policy["hard_filter"]["enabled"]:
+        problems.append("key 'policy.anchor' is policy_median but 'policy.hard_filter.enabled' is false; the "
+                        "anchor is chosen among the filter's samples: enable the filter or use anchor: reference")
+    elif policy["anchor"] == "policy_median" and policy["hard_filter"]["samples"] < 3:
+        problems.append(f"key 'policy.hard_filter.samples' is {policy['hard_filter']['samples']} but "
+                        "'policy.anchor' is policy_median, which needs at least 3 (the anchor is one of them, and "
+                        "the filter reads the others' verdicts against it)")
+    if policy["openings"] > 1 and policy["anchor"] == "reference" and "echo" in policy["variants"]:
+        problems.append(f"key 'policy.openings' is {policy['openings']} but 'policy.anchor' is reference: an Actor "
+                        "opening has no stage-01 reference reply to anchor echo's Empathy reward; use anchor: "
+                        "policy_median or openings: 1")
     accelerate = policy["accelerate_config"]
     if policy["launcher"] == "accelerate" and not accelerate:
         problems.append("key 'policy.accelerate_config' is null but 'policy.launcher' is accelerate; name an "

@@ -46,9 +46,12 @@ config = {}                            # Snakemake passes the validated run conf
 variant = "echo"                       # echo | scalar
 
 # %%
+import time
+
 from echo_lib.notebook import start
 from echo_lib.upstream import require
 
+started = time.perf_counter()   # the stage's own time, a target of the tiny scale (<= 10 min per variant)
 cfg = start(config or config_path)
 require(cfg, "policy", variant=variant)   # stage 02's reward models; a missing file names the snakemake command
 
@@ -63,22 +66,33 @@ print(f"variant {variant}: policy {cfg.roles.policy} ({cfg.models[cfg.roles.poli
 print("reward model per domain:", ROUTES[variant])
 
 # %% [markdown]
-# ## The RL data, and the hard-prompt filter
-# Prompts are drawn from the train splits of stage 01 with the configured domain mix. The best-of-N
-# filter then samples a few replies per prompt from the initial policy and asks this variant's own
-# reward models about each (`hard_filter.per_variant`; off, both variants use the echo rewards' choice);
-# a prompt whose replies all win or all lose gives GRPO nothing to compare, so it is dropped
-# (filter.json lists every group's rewards). The scalar reward is a continuous score, so it seldom
-# drops an empathy prompt. A reward-model output that does not parse (think_first only; verdict-first
-# reward models choose, and always answer) earns the middle of the kind's range, neither a win nor a loss.
+# ## The RL data, the anchor, and the hard-prompt filter
+# Prompts are drawn from the train splits of stage 01 with the configured domain mix. Stage 01 has one
+# dialogue per persona; with `policy.openings` > 1 the sandbox's Actor opens the chat again for each
+# persona (plainly, and with each story stage on its mind), so RL has more to train on and the win rate
+# more held-out prompts: a held-out persona is never trained on.
+#
+# **The anchor.** The paper judges a reply against a reference scored 3 of 5, a middling reply for the
+# policy. Stage 01's references are beyond what the 135M policy writes when prompted as the sandbox
+# prompts it, so every sample lost and GRPO had nothing to compare. With `policy.anchor: policy_median`
+# (the tiny default; the paper config keeps `reference`) each empathy prompt's anchor is the initial
+# policy's sample that the Empathy reward model ranks in the middle of its samples (a round robin in both
+# orders): the reward is still the discrete better / tie / worse against it.
+#
+# The best-of-N filter then drops a prompt whose sampled replies all win or all lose against the anchor
+# (chit-chat: all judged human, or all machine), since GRPO learns nothing from a group that ties
+# (filter.json lists every group's rewards and every anchor's choice). The scalar variant filters with its
+# own 1-10 reward, a continuous score that seldom drops a prompt.
 
 # %%
 prompts, heldout, data_report = stage.rl_data(cfg, variant)
+if "openings" in data_report:
+    print("Actor openings:", data_report["openings"])
 print("available:", data_report["available"], " drawn:", data_report["drawn"], " kept:", data_report["kept"])
 if "hard_filter" in data_report:
     hf = data_report["hard_filter"]
     print(f"hard filter: kept {hf['kept']}, dropped {hf['dropped_all_win']} all-win and "
-          f"{hf['dropped_all_lose']} all-lose prompts")
+          f"{hf['dropped_all_lose']} all-lose prompts; policy-level anchors chosen for {len(hf['anchors'])}")
 print(f"{len(heldout)} held-out empathy prompts for the win rate")
 chat = stage.chats_for(cfg, prompts[:1])[0]
 print("\n--- one policy prompt ---\n" + chat[-1]["content"][:1000])
@@ -115,18 +129,68 @@ print(f"{signal['verdict']} (share of groups with a parsed reward spread: {signa
 # %% [markdown]
 # ## Win rate against the base on held-out prompts
 # The base and the trained policy answer the same held-out prompts; the Empathy reward model (used in
-# training) and an independent judge (not used in training) compare the two replies in both orders.
-# A win counts 1, a tie 0.5.
+# training) and an independent judge (not used in training) compare the two replies, each in both orders.
 
 # %%
-summary, rows = stage.winrate(cfg, variant, heldout)
-record = stage.write_outputs(cfg, variant, trained, data_report, summary, rows)
+summary, rows, greedy = stage.winrate(cfg, variant, heldout)
+record = stage.write_outputs(cfg, variant, trained, data_report, summary, rows, greedy,
+                             time.perf_counter() - started)
 if not signal["has_signal"]:
     print(signal["verdict"])
 pd.DataFrame(summary).round(3)
 
 # %%
-pd.DataFrame(rows)[["prompt_id", "judge", "order", "score", "variant_reply", "base_reply"]].head(6)
+pd.DataFrame(rows)[["prompt_id", "judge", "score", "first", "second", "consistent", "variant_reply",
+                   "base_reply"]].head(6)
+
+# %% [markdown]
+# **How a pair is scored.** Each judge sees the two replies twice, once with the trained policy's reply
+# first and once with the base's. A prompt counts as a win only when both orders say the trained policy is
+# better, as a loss only when both say it is worse, and as a tie otherwise; the win rate is
+# (wins + ½ ties) / n with a bootstrap 95 % interval over prompts. A judge that simply prefers one position
+# says "win" in one order and "loss" in the other, so its preference becomes a tie, not a result. The
+# **position consistency** is the share of prompts whose two orders agree: low, and most of what the judge
+# said was about the position, not the replies. An interval is **degenerate** when every prompt scored the
+# same (all ties, say): it collapses to one point, which says there was nothing to resample, not that the
+# estimate is precise. The Empathy RM's win rate carries the target; the **independent judge** has none. It
+# never trained the policy, so it is the check on the RM: an RM win the independent judge does not share is
+# a sign that the policy learned the RM, not the task.
+#
+# ## Targets
+# The tiny scale's targets (issue 33) for every variant trained so far in this run.
+
+# %%
+import json
+
+from IPython.display import display
+
+from echo_lib.report.rl_figures import HACKING_CURVES, rl_curves, rl_progress_figure, sample_replies, targets_table
+
+metrics = {v: json.loads(stage.policy_paths(cfg, v).metrics.read_text()) for v in cfg.policy.variants
+           if stage.policy_paths(cfg, v).metrics.exists()}
+targets_table(metrics).round(3)
+
+# %% [markdown]
+# ## Did RL move the policy?
+# Per variant: the training reward per step with its rolling mean, and (dashed, right axis) the share of
+# groups whose rewards all tie, from which GRPO learns nothing; the KL to the base; and the held-out win
+# rates against the base with their 95 % intervals, n and position consistency (a hollow marker: a
+# degenerate interval).
+
+# %%
+logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
+        if stage.policy_paths(cfg, v).train_log.exists()}
+fig = rl_progress_figure(logs, metrics)
+fig.savefig(paths.dir / "progress.png", dpi=120, bbox_inches="tight")
+
+# %% [markdown]
+# ### Replies before and after RL
+# Three held-out prompts, the base's greedy reply and the trained policy's (prompts where the two differ).
+
+# %%
+print(f"greedy reply changed on {record['greedy']['changed']} of {record['greedy']['n']} held-out prompts")
+with pd.option_context("display.max_colwidth", None):
+    display(sample_replies(record))
 
 # %% [markdown]
 # ### Reward hacking?
@@ -137,11 +201,7 @@ pd.DataFrame(rows)[["prompt_id", "judge", "order", "score", "variant_reply", "ba
 # expects this; the panels show each variant trained so far.
 
 # %%
-from echo_lib.report.rl_figures import HACKING_CURVES, rl_curves
-
 print(record["reward_hacking"]["verdict"])
-logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
-        if stage.policy_paths(cfg, v).train_log.exists()}
 fig = rl_curves(logs, HACKING_CURVES)
 fig.savefig(paths.dir / "hacking.png", dpi=120, bbox_inches="tight")
 

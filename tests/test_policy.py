@@ -207,29 +207,30 @@ def test_hard_filter_drops_all_win_and_all_lose_groups():
     assert report.all_win == ["p0"] and report.all_lose == ["p1"] and report.rewards["p2"] == [1.0, -1.0]
 
 
-def test_winrate_counts_both_orders():
+def test_winrate_counts_a_pair_only_when_both_orders_agree():
     ctx = [[{"role": "user", "content": "I failed."}]] * 2
-    # the RM prefers the reply "v": the variant wins both orders on p1; on p2 both replies are "b": ties
-    emp_rm = rm("empathy", lambda r: "better" if r.startswith("v") else "tie")
+    # the RM calls a reply starting "v" better than its reference and any other worse: on p1 the variant
+    # ("v") wins in both orders; on p2 both replies are "b", each order favours the reference: a tie
+    emp_rm = rm("empathy", lambda r: "better" if r.startswith("v") else "worse")
     js = judge_with_rm(emp_rm, ["p1", "p2"], ctx, ["v", "b"], ["b", "b"])
-    assert [(j.prompt_id, j.order, j.score) for j in js] == [
-        ("p1", "variant_first", 1.0), ("p1", "base_first", 0.5), ("p2", "variant_first", 0.5),
-        ("p2", "base_first", 0.5)]
+    assert [(j.prompt_id, j.order, j.score, j.first, j.second, j.consistent) for j in js] == [
+        ("p1", "both", 1.0, 1.0, 1.0, True), ("p2", "both", 0.5, 0.0, 1.0, False)]
 
     class AlwaysA:                       # a judge with pure position bias
         def choose(self, chats, options):
             return [SimpleNamespace(probs={"A": 0.9, "B": 0.1}) for _ in chats]
     ind = judge_independent(AlwaysA(), ["p1"], ctx[:1], ["v"], ["b"])
-    assert [(j.order, j.score) for j in ind] == [("both", 0.5)]   # (0.9 + 0.1) / 2: the bias cancels out
+    assert [(j.order, j.score, j.consistent) for j in ind] == [("both", 0.5, False)]   # win as A, loss as B
 
     class BiasedButSeeing:               # prefers A, and a little more when A is the variant's reply "v"
         def choose(self, chats, options):
             return [SimpleNamespace(probs={"A": 0.95, "B": 0.05} if "Reply A: v" in c[-1]["content"]
                                     else {"A": 0.8, "B": 0.2}) for c in chats]
     ind = judge_independent(BiasedButSeeing(), ["p1", "p2"], ctx, ["v", "v"], ["b", "b"])
-    assert [j.score for j in ind] == [1.0, 1.0]   # (0.95 + 0.2) / 2 > 0.5; the argmax per order gave 0.5
+    assert [j.score for j in ind] == [0.5, 0.5]   # the letter preference decides each order: no verdict
     s = summarise("echo", "independent", "base", ind, seed=0, resamples=50)
-    assert s["win_rate"] == 1.0 and s["wins"] == 2 and s["losses"] == 0 and s["n"] == 2
+    assert s["win_rate"] == 0.5 and s["ties"] == 2 and s["wins"] == s["losses"] == 0 and s["n"] == 2
+    assert s["position_consistency"] == 0.0 and s["ci_degenerate"]
 
 
 def test_each_variant_is_a_model_the_sandbox_can_test():

@@ -28,7 +28,8 @@ class RLPrompt:
     id: str
     domain: str                   # "empathy" | "chitchat"
     context: list[dict]           # the dialogue so far, role/content messages, the user's message last
-    reference: str | None = None  # empathy: the anchor reply (scored 3); chitchat: None
+    reference: str | None = None  # empathy: the anchor reply (scored 3, or the policy-level anchor); chitchat: None
+    persona: str | None = None    # empathy: the scenario the dialogue belongs to (the split is by persona)
 
     def row(self) -> dict:
         return asdict(self)
@@ -50,7 +51,8 @@ def empathy_prompts(path: str | Path) -> list[RLPrompt]:
         context = [{"role": m["role"], "content": m["content"]} for m in item["context"]]
         key = json.dumps([item["scenario_id"], context])
         if key not in out:
-            out[key] = RLPrompt(f"emp-{item['scenario_id']}-{len(out):03d}", "empathy", context, item["reference"])
+            out[key] = RLPrompt(f"emp-{item['scenario_id']}-{len(out):03d}", "empathy", context, item["reference"],
+                                item["scenario_id"])
     return list(out.values())
 
 

@@ -26,7 +26,8 @@ from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mi
 from echo_lib.policy.hard_filter import hard_filter
 from echo_lib.policy.monitors import hacking_check, learning_signal
 from echo_lib.policy.params import VARIANTS
-from echo_lib.policy.rewards import RolloutLog, needed_kinds, variant_rewards
+from echo_lib.policy.rewards import ROUTES, RolloutLog, needed_kinds, variant_rewards
+from echo_lib.policy.targets import rl_targets
 from echo_lib.policy.train import PolicyTrainResult, grpo_rows, train_policy
 from echo_lib.policy.winrate import judge_independent, judge_with_rm, judgment_rows, summarise
 
@@ -120,6 +121,8 @@ def reward_models(cfg, kinds):
 def data_settings(cfg, variant: str) -> dict:
     p = cfg.policy
     return {"filter_reward": filter_variant(cfg, variant), "empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
+            "openings": p.openings, "anchor": p.anchor,
+            "actor": [cfg.roles.actor, dataclasses.asdict(cfg.sandbox_run.actor)] if p.openings > 1 else None,
             "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
             "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
             "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
@@ -137,6 +140,34 @@ def input_fingerprints(cfg, variant: str) -> dict[str, str | None]:
     if (by := filter_variant(cfg, variant)) is not None:
         out |= {f"rm/{k}": fingerprint(rm_paths(cfg, k).adapter) for k in needed_kinds(by)}
     return out
+
+
+def with_openings(cfg, splits: list[list[RLPrompt]]) -> tuple[list[list[RLPrompt]], dict]:
+    """Each split's empathy prompts plus policy.openings - 1 Actor openings per persona of that split (the
+    Actor model and sampling of the sandbox), so the split by persona holds."""
+    from echo_lib.llm import load_llm
+    from echo_lib.policy.openings import openings
+    from echo_lib.scenarios.own import load_own
+    scenarios = {sc.id: sc for sc in load_own()}
+    a = cfg.sandbox_run.actor
+    sampling = Sampling(temperature=a.temperature, top_p=a.top_p, max_new_tokens=OPENING_TOKENS, seed=cfg.seed)
+    llm = load_llm(cfg, cfg.roles.actor)
+    out, reports = [], {}
+    for name, prompts in zip(("train", "heldout"), splits):
+        topics: dict[str, list[RLPrompt]] = {}
+        for x in prompts:
+            topics.setdefault(x.persona, []).append(x)
+        unknown = sorted(set(topics) - set(scenarios))
+        if unknown:
+            raise ValueError(f"stage 01's empathy data names scenarios {unknown[:3]} that data/scenarios/own lacks; "
+                             "rerun stage 01")
+        made, rep = openings([scenarios[sid] for sid in topics], topics, llm, cfg.policy.openings, sampling)
+        out.append(made)
+        reports[name] = {**rep.summary(), "personas": len(topics), "prompts": len(made)}
+    return out, reports
+
+
+OPENING_TOKENS = 96   # the Actor's long length rule is 35 to 60 words
 
 
 def source_files(cfg) -> list[Path]:
@@ -158,20 +189,30 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
     emp_file, chat_file, test_file = source_files(cfg)
     emp_train, chat_train, emp_test = empathy_prompts(emp_file), chitchat_prompts(chat_file), empathy_prompts(test_file)
     p = cfg.policy
+    report: dict = {}
+    if p.openings > 1:
+        (emp_train, emp_test), report["openings"] = with_openings(cfg, [emp_train, emp_test])
     drawn = mix(emp_train, chat_train, p.empathy_share, p.max_prompts, cfg.seed)
-    report = {"available": {"empathy": len(emp_train), "chitchat": len(chat_train)},
-              "drawn": {d: sum(x.domain == d for x in drawn) for d in ("empathy", "chitchat")}}
+    report |= {"available": {"empathy": len(emp_train), "chitchat": len(chat_train)},
+               "drawn": {d: sum(x.domain == d for x in drawn) for d in ("empathy", "chitchat")}}
     kept = drawn
     if (by := filter_variant(cfg, variant)) is not None:
         from echo_lib.llm import load_llm
-        funcs = variant_rewards(by, reward_models(cfg, needed_kinds(by)), 0.0)
+        rms = reward_models(cfg, needed_kinds(by))
+        funcs = variant_rewards(by, rms, 0.0)
+        # the policy-level anchor is the Empathy RM's choice, for the variants that reward with it
+        anchor_rm = rms["empathy"] if p.anchor == "policy_median" and ROUTES[by]["empathy"] == "empathy" else None
         f = p.hard_filter
         sampling = Sampling(temperature=p.grpo.temperature, top_p=p.grpo.top_p, max_new_tokens=f.max_new_tokens,
                             seed=cfg.seed)
         kept, rep = hard_filter(drawn, chats_for(cfg, drawn, token_counter(cfg)), load_llm(cfg, cfg.roles.policy),
-                                funcs, f.samples, sampling)
+                                funcs, f.samples, sampling, anchor_rm)
         report["hard_filter"] = {**rep.summary(), "all_win": rep.all_win, "all_lose": rep.all_lose,
-                                 "rewards": rep.rewards}
+                                 "rewards": rep.rewards, "anchors": rep.anchors}
+    missing = [x.id for x in kept if x.domain == "empathy" and not x.reference and ROUTES[variant]["empathy"] == "empathy"]
+    if missing:
+        raise ValueError(f"{len(missing)} empathy prompts (e.g. {missing[0]}) have no reference reply to anchor the "
+                         "Empathy reward; Actor openings (policy.openings > 1) need policy.anchor: policy_median")
     report["kept"] = {d: sum(x.domain == d for x in kept) for d in ("empathy", "chitchat")}
     heldout = emp_test[:p.winrate.max_prompts] if p.winrate.max_prompts else emp_test
     write_jsonl(out / "train.jsonl", (x.row() for x in kept))
@@ -217,8 +258,8 @@ def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
                         device=spec.device if cfg.policy.launcher == "inprocess" else "cpu")
 
 
-def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict]]:
-    """(summary rows per judge, every judgment): the variant's replies against the base's."""
+def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict], dict]:
+    """(summary rows per judge, every judgment, the greedy check): the variant's replies against the base's."""
     from echo_lib.llm import load_llm
     from echo_lib.rewards.reward_fn import load_reward_fn
     from echo_lib.sandbox.dialogue import clean_reply
@@ -239,7 +280,19 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
     rows = [{**r, "variant_reply": by_id[r["prompt_id"]][0], "base_reply": by_id[r["prompt_id"]][1]}
             for judgments in judged.values() for r in judgment_rows(variant, judgments)]
-    return summary, rows
+    greedy = Sampling(temperature=0, max_new_tokens=w.max_new_tokens)
+    plain = {name: [clean_reply(c.text, ("You", "User")) for c in llms[name].generate(chats, greedy)]
+             for name in (cfg.roles.policy, variant)}
+    return summary, rows, greedy_change(heldout, plain[cfg.roles.policy], plain[variant])
+
+
+def greedy_change(heldout: list[RLPrompt], base: list[str], trained: list[str], examples: int = 3) -> dict:
+    """How many held-out prompts get a different greedy reply from the trained policy than from its base:
+    0 means the adapter changed nothing a user would see. The first `examples` changed pairs are kept."""
+    changed = [(p, b, t) for p, b, t in zip(heldout, base, trained) if b != t]
+    return {"n": len(heldout), "changed": len(changed), "share": round(len(changed) / max(len(heldout), 1), 4),
+            "examples": [{"prompt_id": p.id, "user": p.context[-1]["content"], "base": b, "trained": t}
+                         for p, b, t in changed[:examples]]}
 
 
 def independent_row(winrate_summary: list[dict]) -> dict | None:
@@ -248,7 +301,8 @@ def independent_row(winrate_summary: list[dict]) -> dict | None:
 
 
 def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
-                  winrate_rows: list[dict]) -> dict:
+                  winrate_rows: list[dict], greedy: dict, stage_seconds: float) -> dict:
+    """winrate.csv, winrate_rows.jsonl and metrics.json (with the targets of echo_lib.policy.targets)."""
     import pandas as pd
 
     from echo_lib.provenance import provenance, write_json, write_jsonl, write_text
@@ -260,7 +314,10 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
               "seconds_per_step": round(trained.seconds / max(trained.steps, 1), 2),
               "peak_rss_mb": round(trained.peak_rss_mb), "data": {k: data_report.get(k) for k in
                                                                    ("available", "drawn", "kept")},
-              "hard_filter": {k: v for k, v in (data_report.get("hard_filter") or {}).items() if k != "rewards"},
+              "stage_seconds": round(stage_seconds, 1), "openings": data_report.get("openings"),
+              "hard_filter": {k: v for k, v in (data_report.get("hard_filter") or {}).items()
+                              if k not in ("rewards", "anchors")},
+              "greedy": greedy, "targets": rl_targets(trained.rows, data_report, winrate_summary, greedy, stage_seconds),
               "final": trained.rows[-1] if trained.rows else None, "winrate": winrate_summary,
               "learning_signal": learning_signal(trained.rows),
               "reward_hacking": hacking_check(trained.rows, independent_row(winrate_summary)),

@@ -1,7 +1,8 @@
-"""Pairwise win rate of a trained policy against its base on held-out prompts (issue: policy RL, item 6).
+"""Pairwise win rate of a trained policy against its base on held-out prompts (issue: policy RL, item 6;
+the both-orders rule: issue 33).
 
 Both policies answer each held-out empathy prompt (same seed, the sandbox's reply settings), and two
-judges compare the replies, each in both orders so a judge's position preference cancels out:
+judges compare the replies, each in both orders:
 
   empathy_rm   the Empathy reward model used in training: the variant's reply as the candidate against
                the base's as the reference, and the other way round (better / tie / worse);
@@ -9,30 +10,67 @@ judges compare the replies, each in both orders so a judge's position preference
                two replies is the better next message, answered by choosing "A" or "B" from
                log-probabilities (echo_lib.llm choose), so no answer fails to parse.
 
-A judgment scores 1 (the variant wins), 0.5 (tie) or 0 (loses); win_rate is their mean and the
-interval a seeded bootstrap over prompts. An RM output that does not parse is counted, not scored.
+The rule: each order gives the variant an outcome, win (1), tie (0.5) or loss (0) -- for the RM its
+verdict, read from the variant's side (the base-as-candidate verdict flipped); for the independent judge
+P(the variant's letter) above 0.5 a win, below a loss, exactly 0.5 a tie. A prompt is a win only when both
+orders say win, a loss only when both say loss, and a tie otherwise. A judge that prefers a position (slot
+A, or the candidate over the reference) says "win" in one order and "loss" in the other for the same pair;
+scoring each order on its own (or averaging probabilities, where a strong letter bias swamps a weak
+preference) would count that preference as wins and losses. Under the rule it is a tie, and the share of
+prompts whose two orders agree (position_consistency) says how much of the judge's verdict survived the swap.
+
+One Judgment per prompt and judge (order "both") keeps what each order said. win_rate = (wins + 0.5 ties)
+/ n over the scored prompts, with a seeded percentile bootstrap 95 % interval over prompts
+(echo_lib.stats.bootstrap_ci); when every prompt scored the same (e.g. all ties) the interval collapses to
+one point, which is flagged (ci_degenerate, interval_note) rather than passed off as precision. An RM
+output that does not parse, in either order, leaves the prompt unscored (counted as unparsed).
 """
 from __future__ import annotations
 
-import random
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from echo_lib.rewards.prompts import dialogue_text
+from echo_lib.stats import bootstrap_ci
 
 PAIR_SYSTEM = ("You compare two replies that a caring friend could send next in a conversation. The better "
                "reply shows it understood this person's situation, responds to how they feel, gives the kind "
                "of support they want right now, and sounds plain and sincere rather than scripted or "
                "flowery. Answer with one letter: A or B.")
 
+# The Empathy RM's verdict on the candidate against the reference, as a score for the candidate.
+RM_SCORE = {"better": 1.0, "tie": 0.5, "worse": 0.0}
+OUTCOME_NAME = {1.0: "wins", 0.5: "ties", 0.0: "losses"}
+
 
 @dataclass
 class Judgment:
     prompt_id: str
     judge: str
-    order: str           # "variant_first" | "base_first" | "both" (order-swapped probabilities)
-    score: float | None  # 1 win, 0.5 tie, 0 loss for the variant; None: no verdict
-    raw: str
+    order: str                # "both": the pair judged with the variant first and with the base first
+    score: float | None       # 1 both orders say the variant wins, 0 both say it loses, else 0.5; None: unparsed
+    first: float | None       # the variant's outcome (1 / 0.5 / 0) with the variant first (slot A; the RM's candidate)
+    second: float | None      # the variant's outcome with the base first (flipped to the variant's side)
+    consistent: bool | None   # the two orders gave the same outcome; None when an order did not parse
+    raw_first: str            # what the judge said in each order (RM verdict; the letter probabilities)
+    raw_second: str
+
+
+def combine(first: float | None, second: float | None) -> tuple[float | None, bool | None]:
+    """(score, consistent) of a pair from the variant's outcome in each order: a win or a loss only when
+    both orders agree, else a tie; (None, None) when either order has no outcome."""
+    if first is None or second is None:
+        return None, None
+    if first == second == 1.0:
+        return 1.0, True
+    if first == second == 0.0:
+        return 0.0, True
+    return 0.5, first == second
+
+
+def outcome_of_prob(p: float) -> float:
+    """The variant's outcome in one order from P(its letter): above 0.5 a win, below a loss, 0.5 a tie."""
+    return 1.0 if p > 0.5 else 0.0 if p < 0.5 else 0.5
 
 
 def pair_prompt(context: Sequence[dict], first: str, second: str) -> list[dict]:
@@ -43,62 +81,67 @@ def pair_prompt(context: Sequence[dict], first: str, second: str) -> list[dict]:
 
 def judge_independent(llm, ids: Sequence[str], contexts: Sequence[list[dict]], variant: Sequence[str],
                       base: Sequence[str]) -> list[Judgment]:
-    """One judgment per prompt from the order-swapped probabilities: P(variant better) is the mean of
-    P(A) with the variant first and P(B) with it second, so a judge's preference for a letter cancels
-    out without erasing what it sees (the argmax of each order would turn any letter bias into 0.5)."""
+    """One judgment per prompt: P(A) with the variant as A and P(B) with the base as A, each read as the
+    variant's win / tie / loss in that order, combined by the both-orders rule (`combine`)."""
     chats = [c for ctx, v, b in zip(contexts, variant, base) for c in (pair_prompt(ctx, v, b), pair_prompt(ctx, b, v))]
     choices = llm.choose(chats, ["A", "B"])
     out = []
     for n, pid in enumerate(ids):
-        first, second = choices[2 * n].probs["A"], choices[2 * n + 1].probs["B"]
-        p = (first + second) / 2
-        score = 1.0 if p > 0.5 else 0.0 if p < 0.5 else 0.5
-        out.append(Judgment(pid, "independent", "both", score,
-                            f"P(A | variant first)={first:.3f} P(B | base first)={second:.3f}"))
+        p_first, p_second = choices[2 * n].probs["A"], choices[2 * n + 1].probs["B"]
+        first, second = outcome_of_prob(p_first), outcome_of_prob(p_second)
+        score, consistent = combine(first, second)
+        out.append(Judgment(pid, "independent", "both", score, first, second, consistent,
+                            f"P(A | variant first)={p_first:.3f}", f"P(B | base first)={p_second:.3f}"))
     return out
 
 
 def judge_with_rm(rm, ids: Sequence[str], contexts: Sequence[list[dict]], variant: Sequence[str],
                   base: Sequence[str]) -> list[Judgment]:
-    """The Empathy RM (echo_lib.rewards.RewardModelFn, kind empathy) on both assignments of the roles."""
+    """The Empathy RM (echo_lib.rewards.RewardModelFn, kind empathy) on both assignments of the roles,
+    one judgment per prompt by the both-orders rule (`combine`)."""
     rm(list(contexts), list(variant), list(base))                  # the variant as the candidate
     first_raw = list(rm.last_answers)
     rm(list(contexts), list(base), list(variant))                  # the base as the candidate
     second_raw = list(rm.last_answers)
-    score = {"better": 1.0, "tie": 0.5, "worse": 0.0}
     out = []
     for pid, a, b in zip(ids, first_raw, second_raw):
-        out.append(Judgment(pid, "empathy_rm", "variant_first", score.get(a), str(a)))
-        out.append(Judgment(pid, "empathy_rm", "base_first", None if b is None else 1.0 - score[b], str(b)))
+        first = RM_SCORE.get(a)
+        second = None if RM_SCORE.get(b) is None else 1.0 - RM_SCORE[b]
+        score, consistent = combine(first, second)
+        out.append(Judgment(pid, "empathy_rm", "both", score, first, second, consistent, str(a), str(b)))
     return out
 
 
-def bootstrap_ci(by_prompt: dict[str, list[float]], resamples: int, seed: int) -> tuple[float, float]:
-    """95% interval of the mean judgment score, resampling prompts."""
-    keys = list(by_prompt)
-    if not keys:
-        return float("nan"), float("nan")
-    rng = random.Random(seed)
-    means = []
-    for _ in range(resamples):
-        picked = [s for k in rng.choices(keys, k=len(keys)) for s in by_prompt[k]]
-        means.append(sum(picked) / len(picked))
-    means.sort()
-    return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+def interval_note(scores: Sequence[float], lo: float, hi: float) -> str:
+    """Why an interval is degenerate (a single point), or "" when it is not."""
+    if not scores:
+        return "no prompt scored: no interval"
+    if len(set(scores)) == 1:
+        return (f"degenerate: every prompt scored the same (all {OUTCOME_NAME.get(scores[0], scores[0])}); "
+                "no spread to resample")
+    if lo == hi:
+        return "degenerate: every bootstrap resample gave the same win rate"
+    return ""
 
 
 def summarise(variant: str, judge: str, judge_model: str, judgments: Sequence[Judgment], seed: int,
               resamples: int = 1000) -> dict:
+    """The win rate of `variant` over its base by one judge: counts, win_rate = (wins + 0.5 ties) / n, a
+    seeded bootstrap 95 % interval over prompts (flagged when degenerate) and the position consistency."""
     scored = [j for j in judgments if j.score is not None]
-    by_prompt: dict[str, list[float]] = {}
-    for j in scored:
-        by_prompt.setdefault(j.prompt_id, []).append(j.score)
-    lo, hi = bootstrap_ci(by_prompt, resamples, seed)
+    scores = [j.score for j in scored]
     n = len(scored)
+    wins, losses = sum(s == 1.0 for s in scores), sum(s == 0.0 for s in scores)
+    ties = n - wins - losses
+    ci = bootstrap_ci(scores, n_boot=resamples, seed=seed)
+    lo, hi = ci if ci is not None else (float("nan"), float("nan"))
+    note = interval_note(scores, lo, hi)
     return {"variant": variant, "judge": judge, "judge_model": judge_model, "n": n,
-            "wins": sum(j.score == 1.0 for j in scored), "ties": sum(j.score == 0.5 for j in scored),
-            "losses": sum(j.score == 0.0 for j in scored), "unparsed": len(judgments) - n,
-            "win_rate": sum(j.score for j in scored) / n if n else float("nan"), "ci_low": lo, "ci_high": hi}
+            "wins": wins, "ties": ties, "losses": losses, "unparsed": len(judgments) - n,
+            "win_rate": (wins + 0.5 * ties) / n if n else float("nan"), "ci_low": lo, "ci_high": hi,
+            "decisive": wins + losses,
+            "position_consistency": sum(bool(j.consistent) for j in scored) / n if n else float("nan"),
+            "ci_degenerate": note.startswith("degenerate"), "interval_note": note}
 
 
 def judgment_rows(variant: str, judgments: Sequence[Judgment]) -> list[dict]:

@@ -85,15 +85,21 @@ def rm_accuracy(metrics: Mapping[str, dict]) -> pd.DataFrame:
 
 
 def winrates(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Pairwise win rate of each RL variant against the base policy (stage 03), per judge."""
+    """Pairwise win rate of each RL variant against the base policy (stage 03), per judge. A prompt is a
+    win or a loss only when the judge agrees in both orders; "Order-consistent" is the share of prompts
+    whose two orders agreed ("--" for a winrate.csv written before it was recorded), and an interval that
+    collapsed to one point (every prompt scored the same) is marked "(no spread)"."""
     rows = pd.concat(list(tables.values()), ignore_index=True) if tables else pd.DataFrame()
     if rows.empty:
         return pd.DataFrame(columns=["Variant", "Judge", "Judge model", "n", "Wins", "Ties", "Losses",
-                                     "Win rate", "95% CI"])
-    ci = [f"[{format_cell(lo)}, {format_cell(hi)}]" for lo, hi in zip(rows["ci_low"], rows["ci_high"])]
+                                     "Win rate", "95% CI", "Order-consistent"])
+    degenerate = rows["ci_degenerate"] if "ci_degenerate" in rows else pd.Series(False, index=rows.index)
+    ci = [f"[{format_cell(lo)}, {format_cell(hi)}]" + (" (no spread)" if str(flat) == "True" else "")
+          for lo, hi, flat in zip(rows["ci_low"], rows["ci_high"], degenerate.fillna(False))]
+    consistency = rows["position_consistency"] if "position_consistency" in rows else pd.Series(float("nan"), index=rows.index)
     return pd.DataFrame({"Variant": rows["variant"], "Judge": rows["judge"], "Judge model": rows["judge_model"],
                          "n": rows["n"], "Wins": rows["wins"], "Ties": rows["ties"], "Losses": rows["losses"],
-                         "Win rate": rows["win_rate"], "95% CI": ci})
+                         "Win rate": rows["win_rate"], "95% CI": ci, "Order-consistent": consistency})
 
 
 def empa_replay(published: pd.DataFrame) -> pd.DataFrame:

@@ -86,3 +86,154 @@ def rm_accuracy_bars(table: pd.DataFrame) -> plt.Figure:
     ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     fig.tight_layout()
     return fig
+
+
+# The held-out win-rate judges (echo_lib.policy.winrate), in the order the progress figure draws them.
+JUDGES = [("empathy_rm", "RM"), ("independent", "independent")]
+# The targets of echo_lib.policy.targets, in the order the targets table lists them.
+TARGETS = ["filter_kept_share", "zero_spread_share", "reward_trend", "rm_win_rate", "independent_win_rate",
+           "greedy_changed", "stage_seconds"]
+
+
+def _series(log: pd.DataFrame | None, column: str) -> pd.DataFrame:
+    """(step, column) as numbers without the empty rows; empty when the column is absent or all NaN."""
+    if log is None or column not in log.columns or "step" not in log.columns:
+        return pd.DataFrame(columns=["step", column], dtype=float)
+    return log[["step", column]].apply(pd.to_numeric, errors="coerce").dropna()
+
+
+def _not_logged(ax, text: str = "not logged") -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey", fontsize=7)
+
+
+def _number(x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _reward_panel(ax, log: pd.DataFrame | None, color: str) -> None:
+    """Reward per step (points and a rolling mean) and, on a twin axis, the share of groups that tie."""
+    reward = _series(log, "reward")
+    if not reward.empty:
+        window = max(1, min(5, len(reward) // 4))
+        ax.plot(reward["step"], reward["reward"], "o", ms=2.5, color=color, alpha=0.5, label="reward")
+        ax.plot(reward["step"], reward["reward"].rolling(window, min_periods=1).mean(), lw=1.4, color=color,
+                label=f"rolling mean ({window})")
+    tied = _series(log, "frac_reward_zero_std")
+    if not tied.empty:
+        twin = ax.twinx()
+        twin.plot(tied["step"], tied["frac_reward_zero_std"], ls="--", lw=1.0, marker=".", ms=3, color="grey",
+                  label="zero-spread share")
+        twin.set_ylim(-0.02, 1.02)
+        twin.set_ylabel("zero-spread share", fontsize=6.5, color="grey")
+        twin.tick_params(labelsize=6, colors="grey")
+    if reward.empty and tied.empty:
+        _not_logged(ax)
+    ax.set_title("(a) training reward, zero-spread share (dashed)", fontsize=7.5)
+
+
+def _kl_panel(ax, log: pd.DataFrame | None, color: str) -> None:
+    kl = _series(log, "kl")
+    if kl.empty:
+        _not_logged(ax)
+    else:
+        ax.plot(kl["step"], kl["kl"], marker="o", ms=2.5, lw=1.3, color=color)
+    ax.set_title("(b) KL to the base", fontsize=7.5)
+    ax.set_ylabel("KL", fontsize=7)
+
+
+def _winrate_panel(ax, record: Mapping | None, color: str) -> None:
+    """Held-out win rate against the base per judge, with its 95 % interval; a degenerate interval hollow."""
+    rows = {r.get("judge"): r for r in (record or {}).get("winrate") or []}
+    labels = []
+    for x, (judge, name) in enumerate(JUDGES):
+        row = rows.get(judge)
+        if row is None:
+            labels.append(f"{name}\nnot judged")
+            continue
+        rate, lo, hi = (_number(row.get(k)) for k in ("win_rate", "ci_low", "ci_high"))
+        degenerate = bool(row.get("ci_degenerate"))
+        consistency = _number(row.get("position_consistency"))
+        labels.append(f"{name}\nn={row.get('n', 0)}\nconsist. {consistency:.2f}"
+                      + ("\ndegenerate\ninterval" if degenerate else ""))
+        if np.isnan(rate):
+            continue
+        err = None
+        if not (np.isnan(lo) or np.isnan(hi)):
+            err = [[max(rate - lo, 0.0)], [max(hi - rate, 0.0)]]
+        ax.errorbar([x], [rate], yerr=err, fmt="o", ms=6, capsize=4, color=color,
+                    mfc="white" if degenerate else color, mew=1.5)
+    if not rows:
+        _not_logged(ax, "no held-out win rate")
+    ax.axhline(0.5, ls="--", lw=0.9, color="black")
+    ax.set_xlim(-0.8, len(JUDGES) - 0.2)
+    ax.set_xticks(range(len(JUDGES)), labels, fontsize=6)
+    ax.set_ylim(0, 1)
+    ax.set_title("(c) held-out win rate vs the base (95 % CI)", fontsize=7.5)
+    ax.set_ylabel("win rate", fontsize=7)
+
+
+def rl_progress_figure(logs: Mapping[str, pd.DataFrame], metrics: Mapping[str, Mapping]) -> plt.Figure:
+    """Did RL move the policy (issue 33)? One row per variant: (a) the training reward per step, points
+    and a rolling mean, with the share of groups whose rewards all tie (GRPO learns nothing from them)
+    on a twin axis; (b) the KL to the base per step; (c) the held-out win rate against the base by the
+    Empathy RM and by the independent judge, with 95 % intervals, the number of prompts and the share
+    whose two orders agree. A degenerate interval (one point: every prompt scored the same) is drawn
+    hollow and named under its judge. A variant with a log but no metrics (or the reverse) draws what
+    it has."""
+    variants = list(dict.fromkeys([*logs, *metrics])) or ["(none trained)"]
+    fig, axes = plt.subplots(len(variants), 3, figsize=(7.5, 2.3 * len(variants) + 0.2), squeeze=False,
+                             gridspec_kw={"width_ratios": (1.1, 1, 1.3)})
+    for row, variant in zip(axes, variants):
+        color = VARIANT_COLORS.get(variant, "#555555")
+        log = logs.get(variant)
+        _reward_panel(row[0], log, color)
+        _kl_panel(row[1], log, color)
+        _winrate_panel(row[2], metrics.get(variant), color)
+        row[0].set_ylabel(f"{variant}\nreward (own RM)", fontsize=7)
+        steps = (pd.to_numeric(log["step"], errors="coerce").dropna() if log is not None and "step" in log.columns
+                 else pd.Series(dtype=float))
+        for ax in row[:2]:
+            ax.set_xlabel("optimizer step", fontsize=7)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if steps.nunique() == 1:   # a single step: give its point a readable axis
+                ax.set_xlim(steps.iloc[0] - 1, steps.iloc[0] + 1)
+        for ax in row:
+            ax.tick_params(labelsize=6.5)
+    fig.tight_layout(h_pad=0.8, w_pad=0.6)
+    return fig
+
+
+def targets_table(metrics: Mapping[str, Mapping]) -> pd.DataFrame:
+    """One row per (variant, target) of echo_lib.policy.targets: value, the target as text, met, and for
+    the win rates the interval, n and position consistency. The independent judge's win rate has no
+    target (met is empty); the last row of each variant says whether all targets are met."""
+    out = []
+    for variant, record in metrics.items():
+        targets = (record or {}).get("targets") or {}
+        for name in [*TARGETS, *(k for k in targets if k not in TARGETS and k != "all_met")]:
+            t = targets.get(name)
+            if not isinstance(t, Mapping):
+                continue
+            ci = t.get("ci") or [None, None]
+            detail = ""
+            if "ci" in t:
+                lo, hi, pc = _number(ci[0]), _number(ci[1]), _number(t.get("position_consistency"))
+                detail = f"95 % CI [{lo:.2f}, {hi:.2f}], n={t.get('n')}, consistent {pc:.2f}"
+            out.append({"variant": variant, "target": name, "value": _number(t.get("value")),
+                        "required": t.get("target", ""), "met": t.get("met"), "detail": detail})
+        if "all_met" in targets:
+            out.append({"variant": variant, "target": "all met", "value": float("nan"),
+                        "required": "every target above", "met": bool(targets["all_met"]), "detail": ""})
+    return pd.DataFrame(out, columns=["variant", "target", "value", "required", "met", "detail"])
+
+
+def sample_replies(metrics: Mapping) -> pd.DataFrame:
+    """One variant's greedy examples (metrics.json "greedy"): held-out prompts whose greedy reply the
+    adapter changed, the user's last message, the base's reply (before RL) and the trained policy's."""
+    examples = ((metrics or {}).get("greedy") or {}).get("examples") or []
+    return pd.DataFrame([{"prompt_id": e.get("prompt_id"), "user message": e.get("user"),
+                          "before RL": e.get("base"), "after RL": e.get("trained")} for e in examples],
+                        columns=["prompt_id", "user message", "before RL", "after RL"])

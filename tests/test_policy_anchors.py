@@ -1,0 +1,149 @@
+"""The policy-level anchor (echo_lib.policy.anchors), the hard filter with it, and the Actor openings
+(echo_lib.policy.openings), with fake models: no weights are loaded."""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from echo_lib.llm import Sampling
+from echo_lib.policy.anchors import choose_anchors, middle, round_robin
+from echo_lib.policy.data import RLPrompt, turns_as_messages
+from echo_lib.policy.hard_filter import hard_filter
+from echo_lib.policy.openings import materials, openings
+from echo_lib.policy.rewards import variant_rewards
+from echo_lib.rewards.reward_fn import RewardModelFn
+
+QUALITY = {"great": 4, "good": 3, "ok": 2, "meh": 1, "bad": 0}
+
+
+class PairRM:
+    """An Empathy RM LLM that compares the two replies of its prompt by QUALITY, the way a consistent judge
+    would: better / tie / worse for the candidate; `choose` (verdict first) puts 0.8 on that verdict."""
+
+    def __init__(self, slot_bias: str | None = None):
+        self.slot_bias, self.calls = slot_bias, 0
+
+    def verdict(self, chat) -> str:
+        text = chat[-1]["content"]
+        ref = re.search(r"Reference reply: (\w+)", text).group(1)
+        cand = re.search(r"Candidate reply: (\w+)", text).group(1)
+        if self.slot_bias:
+            return self.slot_bias
+        d = QUALITY[cand] - QUALITY[ref]
+        return "better" if d > 0 else "worse" if d < 0 else "tie"
+
+    def choose(self, chats, options):
+        self.calls += len(chats)
+        out = []
+        for chat in chats:
+            v = self.verdict(chat)
+            probs = {o: (0.8 if f">{v}<" in o else 0.1) for o in options}
+            out.append(SimpleNamespace(probs=probs, best=max(probs, key=probs.get)))
+        return out
+
+
+def emp_rm(llm):
+    return RewardModelFn(llm, "empathy", decision="verdict_first")
+
+
+CTX = [{"role": "user", "content": "I failed my exam."}]
+
+
+def test_middle_is_the_lower_middle_and_deterministic():
+    assert middle([3.0, -1.0, 1.0, 0.0]) == 3            # sorted: 1 (-1), 3 (0), 2 (1), 0 (3) -> index 3
+    assert middle([0.0, 0.0, 0.0]) == 1                   # ties keep sample order
+    assert middle([5.0, 1.0, 3.0, 2.0, 4.0]) == 2         # odd count: the median
+
+
+def test_round_robin_judges_every_ordered_pair_once():
+    llm = PairRM()
+    graded, discrete = round_robin(emp_rm(llm), [CTX, CTX], [["good", "bad", "ok"], ["meh", "great"]])
+    assert llm.calls == 3 * 2 + 2 * 1
+    assert discrete[0][0][1] == 1.0 and discrete[0][1][0] == -1.0 and discrete[0][0][0] == 0.0
+    assert graded[0][0][1] == pytest.approx(0.8 - 0.1) and graded[1][0][1] == pytest.approx(0.1 - 0.8)
+
+
+def test_the_anchor_is_the_middle_ranked_sample_and_the_others_are_judged_against_it():
+    [c] = choose_anchors(emp_rm(PairRM()), [CTX], [["bad", "great", "ok", "good"]])
+    assert c.anchor == "ok" and c.index == 2                    # ranks: bad < ok < good < great
+    assert c.verdicts == [-1.0, 1.0, None, 1.0]                  # the others against "ok"
+    assert c.scores.index(max(c.scores)) == 1
+
+
+def test_anchor_needs_the_empathy_rm():
+    with pytest.raises(ValueError, match="Empathy reward model"):
+        choose_anchors(RewardModelFn(PairRM(), "scalar", decision="verdict_first"), [CTX], [["ok", "bad"]])
+
+
+class ReplyLLM:
+    def __init__(self, replies):
+        self.replies = replies
+
+    def generate(self, chats, samplings):
+        return [SimpleNamespace(text=self.replies[chat[-1]["content"]][s.seed]) for chat, s in zip(chats, samplings)]
+
+
+def test_hard_filter_with_policy_level_anchors_keeps_prompts_the_old_reference_dropped():
+    """Stage 01's reference beats every sample (all lose: dropped); against the middle sample the same
+    samples split, so the prompt is kept and carries its new anchor."""
+    prompts = [RLPrompt(f"p{i}", "empathy", [{"role": "user", "content": f"m{i}"}], "great", "own_001")
+               for i in range(2)] + [RLPrompt("c1", "chitchat", turns_as_messages(["hi", "hey", "sup"]))]
+    chats = [[{"role": "user", "content": c}] for c in ("m0", "m1", "sup")]
+    policy = ReplyLLM({"m0": ["bad", "ok", "good", "meh"], "m1": ["ok", "ok", "ok", "ok"],
+                       "sup": ["yo", "hello there", "yo", "hey"]})
+    llm = PairRM()
+    rms = {"empathy": emp_rm(llm), "humanlike": RewardModelFn(HumanLLM(), "humanlike", decision="verdict_first")}
+    funcs = variant_rewards("echo", rms, 0)
+    old, old_report = hard_filter(prompts, chats, policy, funcs, 4, Sampling(seed=0))
+    assert old_report.all_lose == ["p0", "p1"]
+    kept, report = hard_filter(prompts, chats, policy, funcs, 4, Sampling(seed=0), anchor_rm=rms["empathy"])
+    assert [p.id for p in kept] == ["p0", "c1"]
+    assert kept[0].reference == "meh" and report.anchors["p0"]["index"] == 3     # bad < meh < ok < good
+    assert report.rewards["p0"] == [-1.0, 1.0, 1.0]
+    assert report.all_tie == ["p1"] and report.rewards["p1"] == [0.0, 0.0, 0.0]   # all tie: no signal either
+
+
+class HumanLLM:
+    """Humanlike verdict first: a reply of one word is human."""
+
+    def choose(self, chats, options):
+        out = []
+        for chat in chats:
+            human = len(chat[-1]["content"].rsplit(": ", 1)[-1].split()) == 1
+            probs = {o: (0.9 if ("human" in o) == human else 0.1) for o in options}
+            out.append(SimpleNamespace(probs=probs, best=max(probs, key=probs.get)))
+        return out
+
+
+def scenario(sid: str):
+    from echo_lib.scenarios.own import load_own
+    return next(sc for sc in load_own() if sc.id == sid)
+
+
+class ActorLLM:
+    def __init__(self):
+        self.chats, self.seeds = [], []
+
+    def generate(self, chats, samplings):
+        self.chats += chats
+        self.seeds += [s.seed for s in samplings]
+        return [SimpleNamespace(text=("Hi" if s.seed == 11 else f"You: opening number {s.seed} about my life"))
+                for s in samplings]
+
+
+def test_openings_come_from_the_actor_per_persona_after_the_topic():
+    sc = scenario("own_001")
+    topic = RLPrompt("emp-own_001-000", "empathy", [{"role": "user", "content": sc.topic}], "ref", "own_001")
+    llm = ActorLLM()
+    made, report = openings([sc], {"own_001": [topic]}, llm, 4, Sampling(seed=10))
+    assert [p.id for p in made] == ["emp-own_001-000", "emp-own_001-o1", "emp-own_001-o3"]   # o2 too short
+    assert report.too_short == ["emp-own_001-o2"] and report.made == 2
+    assert made[1].context == [{"role": "user", "content": "opening number 10 about my life"}]   # label cleaned
+    assert made[1].reference is None and made[1].persona == "own_001"
+    assert llm.seeds == [10, 11, 12]
+    # the first Actor opening has nothing on its mind; the next ones a story stage each
+    assert sc.story.stages[0].content in llm.chats[1][-1]["content"]
+    assert sc.story.stages[0].content not in llm.chats[0][-1]["content"]
+    assert len(materials(sc)) == 6
