@@ -11,7 +11,7 @@ from echo_lib.llm import Sampling
 from echo_lib.policy.anchors import choose_anchors, middle, round_robin
 from echo_lib.policy.data import RLPrompt, turns_as_messages
 from echo_lib.policy.hard_filter import hard_filter
-from echo_lib.policy.openings import materials, openings
+from echo_lib.policy.openings import openings, openings_hash
 from echo_lib.policy.rewards import variant_rewards
 from echo_lib.rewards.reward_fn import RewardModelFn
 
@@ -117,33 +117,33 @@ class HumanLLM:
         return out
 
 
-def scenario(sid: str):
+def scenario(sid: str, openings=()):
+    import dataclasses
+
     from echo_lib.scenarios.own import load_own
-    return next(sc for sc in load_own() if sc.id == sid)
+    sc = next(sc for sc in load_own() if sc.id == sid)
+    return dataclasses.replace(sc, openings=tuple(openings)) if openings else sc
 
 
-class ActorLLM:
-    def __init__(self):
-        self.chats, self.seeds = [], []
+def test_openings_follow_each_personas_stage01_prompt_and_keep_the_persona():
+    a = scenario("own_001", ["I dropped off my own running group on Saturday.", "Back at 15 more work always won.",
+                             "Maybe I train to prove I'm not old.", "Someone called me old man today."])
+    b = scenario("own_002", ["one", "two", "three", "four"])
+    topic = RLPrompt("emp-own_001-000", "empathy", [{"role": "user", "content": a.topic}], "ref", "own_001")
+    made = openings([a, b], {"own_001": [topic]}, 3)
+    assert [p.id for p in made] == ["emp-own_001-000", "emp-own_001-o1", "emp-own_001-o2", "emp-own_002-o1",
+                                    "emp-own_002-o2"]
+    assert made[1].context == [{"role": "user", "content": "I dropped off my own running group on Saturday."}]
+    assert made[1].reference is None and {p.persona for p in made} == {"own_001", "own_002"}
+    assert openings([a], {"own_001": [topic]}, 1) == [topic]
+    assert openings_hash([a], 3) != openings_hash([scenario("own_001", ["x", "y"])], 3)
 
-    def generate(self, chats, samplings):
-        self.chats += chats
-        self.seeds += [s.seed for s in samplings]
-        return [SimpleNamespace(text=("Hi" if s.seed == 11 else f"You: opening number {s.seed} about my life"))
-                for s in samplings]
 
-
-def test_openings_come_from_the_actor_per_persona_after_the_topic():
-    sc = scenario("own_001")
-    topic = RLPrompt("emp-own_001-000", "empathy", [{"role": "user", "content": sc.topic}], "ref", "own_001")
-    llm = ActorLLM()
-    made, report = openings([sc], {"own_001": [topic]}, llm, 4, Sampling(seed=10))
-    assert [p.id for p in made] == ["emp-own_001-000", "emp-own_001-o1", "emp-own_001-o3"]   # o2 too short
-    assert report.too_short == ["emp-own_001-o2"] and report.made == 2
-    assert made[1].context == [{"role": "user", "content": "opening number 10 about my life"}]   # label cleaned
-    assert made[1].reference is None and made[1].persona == "own_001"
-    assert llm.seeds == [10, 11, 12]
-    # the first Actor opening has nothing on its mind; the next ones a story stage each
-    assert sc.story.stages[0].content in llm.chats[1][-1]["content"]
-    assert sc.story.stages[0].content not in llm.chats[0][-1]["content"]
-    assert len(materials(sc)) == 6
+def test_every_own_scenario_has_four_first_person_openings():
+    from echo_lib.scenarios.own import load_own
+    for sc in load_own():
+        assert len(sc.openings) == 4, sc.id
+        for text in sc.openings:
+            words = text.split()
+            assert 8 <= len(words) <= 70, (sc.id, text)
+            assert any(w.lower().strip(".,!?") in {"i", "i'm", "i've", "my", "me", "i'd", "i'll"} for w in words), text

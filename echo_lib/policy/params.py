@@ -59,7 +59,7 @@ class PolicyParams:
     variants: list[str] = field(default_factory=lambda: list(VARIANTS))
     empathy_share: float = 0.6      # share of empathy-domain prompts (the rest chit-chat); paper default 0.6
     max_prompts: int = 24           # RL prompts after the mix, before the hard filter (0 = all)
-    openings: int = 1               # empathy prompts per persona: the topic, then openings - 1 by the Actor
+    openings: int = 1               # empathy prompts per persona: the topic, then openings - 1 authored ones
     anchor: str = "reference"       # reference: stage 01's score-3 reply (paper); policy_median: the
                                     # initial policy's middle-ranked sample (tiny; echo_lib.policy.anchors)
     system_prompt: str | None = None   # null: the sandbox's companion prompt, so RL trains what the sandbox tests

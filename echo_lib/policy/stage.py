@@ -122,7 +122,6 @@ def data_settings(cfg, variant: str) -> dict:
     p = cfg.policy
     return {"filter_reward": filter_variant(cfg, variant), "empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
             "openings": p.openings, "anchor": p.anchor,
-            "actor": [cfg.roles.actor, dataclasses.asdict(cfg.sandbox_run.actor)] if p.openings > 1 else None,
             "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
             "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
             "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
@@ -139,20 +138,18 @@ def input_fingerprints(cfg, variant: str) -> dict[str, str | None]:
            for f in source_files(cfg)}
     if (by := filter_variant(cfg, variant)) is not None:
         out |= {f"rm/{k}": fingerprint(rm_paths(cfg, k).adapter) for k in needed_kinds(by)}
+    if cfg.policy.openings > 1:
+        from echo_lib.policy.openings import openings_hash
+        out["openings"] = openings_hash(persona_scenarios(cfg).values(), cfg.policy.openings)
     return out
 
 
 def with_openings(cfg, splits: list[list[RLPrompt]]) -> tuple[list[list[RLPrompt]], dict]:
-    """Each split's empathy prompts plus policy.openings - 1 Actor openings per persona of that split (the
-    Actor model and sampling of the sandbox), so the split by persona holds."""
-    from echo_lib.llm import load_llm
+    """Each split's empathy prompts plus policy.openings - 1 authored openings per persona of that split
+    (echo_lib.policy.openings), so the split by persona holds."""
     from echo_lib.policy.openings import openings
-    from echo_lib.scenarios.own import load_own
-    scenarios = {sc.id: sc for sc in load_own()}
-    a = cfg.sandbox_run.actor
-    sampling = Sampling(temperature=a.temperature, top_p=a.top_p, max_new_tokens=OPENING_TOKENS, seed=cfg.seed)
-    llm = load_llm(cfg, cfg.roles.actor)
-    out, reports = [], {}
+    scenarios = persona_scenarios(cfg)
+    out, report = [], {}
     for name, prompts in zip(("train", "heldout"), splits):
         topics: dict[str, list[RLPrompt]] = {}
         for x in prompts:
@@ -161,13 +158,20 @@ def with_openings(cfg, splits: list[list[RLPrompt]]) -> tuple[list[list[RLPrompt
         if unknown:
             raise ValueError(f"stage 01's empathy data names scenarios {unknown[:3]} that data/scenarios/own lacks; "
                              "rerun stage 01")
-        made, rep = openings([scenarios[sid] for sid in topics], topics, llm, cfg.policy.openings, sampling)
+        made = openings([scenarios[sid] for sid in topics], topics, cfg.policy.openings)
+        short = sorted(sid for sid in topics if len(scenarios[sid].openings) < cfg.policy.openings - 1)
+        if short:
+            raise ValueError(f"policy.openings is {cfg.policy.openings}, but scenario {short[0]} "
+                             f"({scenarios[short[0]].source}) has {len(scenarios[short[0]].openings)} openings; "
+                             "lower policy.openings or add openings to the scenario file")
         out.append(made)
-        reports[name] = {**rep.summary(), "personas": len(topics), "prompts": len(made)}
-    return out, reports
+        report[name] = {"personas": len(topics), "prompts": len(made)}
+    return out, report
 
 
-OPENING_TOKENS = 96   # the Actor's long length rule is 35 to 60 words
+def persona_scenarios(cfg) -> dict:
+    from echo_lib.scenarios.own import load_own
+    return {sc.id: sc for sc in load_own()}
 
 
 def source_files(cfg) -> list[Path]:

@@ -117,6 +117,8 @@ class Scenario:
     story: Story
     labels: Labels
     dislikes: tuple[str, ...] = ()       # response styles that push this person away
+    openings: tuple[str, ...] = ()       # more first messages in the user's own words, each from another
+                                         # part of the story (authored; stage 03's extra RL and held-out prompts)
     language: str = "en"                 # en (own set) or zh (EMPA)
     source: str = ""                     # the file it came from
     distance: float | None = None        # |P0| when the benchmark lists it (EMPA); None for own cases
@@ -190,7 +192,7 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
     r = _Reader(source)
     d = r.node(data, "(top level)")
     unknown = sorted(set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
-                               "situation", "story", "labels", "dislikes"})
+                               "situation", "story", "labels", "dislikes", "openings"})
     if unknown:
         r.fail(unknown[0], "is not a scenario field", "remove it or fix its spelling")
 
@@ -248,7 +250,12 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
     if not isinstance(dislikes, list) or not all(isinstance(x, str) and x.strip() for x in dislikes):
         r.fail("dislikes", f"is {dislikes!r}", "write a list of short texts, one response style each")
 
+    openings = d.get("openings") or []
+    if not isinstance(openings, list) or not all(isinstance(x, str) and x.strip() for x in openings):
+        r.fail("openings", f"is {openings!r}", "write a list of first messages, each a text in the user's own words")
+
     return Scenario(id=case_id, persona=persona, threshold=threshold, topic=r.text(d, "topic"), needs=needs,
                     priorities=priorities, experiences=experiences, situation=situation, story=story,
-                    labels=labels, dislikes=tuple(x.strip() for x in dislikes), language=language,
+                    labels=labels, dislikes=tuple(x.strip() for x in dislikes),
+                    openings=tuple(" ".join(x.split()) for x in openings), language=language,
                     source=source, distance=distance)
