@@ -147,3 +147,38 @@ def test_every_own_scenario_has_four_first_person_openings():
             words = text.split()
             assert 8 <= len(words) <= 70, (sc.id, text)
             assert any(w.lower().strip(".,!?") in {"i", "i'm", "i've", "my", "me", "i'd", "i'll"} for w in words), text
+
+
+class SlotBiasedRM(PairRM):
+    """A judge whose verdict favours the reference slot by a lot and the better reply by a little: P(worse)
+    0.6 + 0.05 x (quality difference reference - candidate), P(better) 0.3 - that; its argmax says worse in
+    both orders for every pair, its probabilities still order the replies."""
+
+    def choose(self, chats, options):
+        out = []
+        for chat in chats:
+            text = chat[-1]["content"]
+            ref = re.search(r"Reference reply: (\w+)", text).group(1)
+            cand = re.search(r"Candidate reply: (\w+)", text).group(1)
+            shift = 0.05 * (QUALITY[ref] - QUALITY[cand])
+            probs = {o: (0.6 + shift if ">worse<" in o else 0.3 - shift if ">better<" in o else 0.1) for o in options}
+            out.append(SimpleNamespace(probs=probs, best=max(probs, key=probs.get)))
+        return out
+
+
+def test_both_orders_gives_spread_where_the_rm_argmax_follows_the_slot():
+    from echo_lib.policy.anchors import BothOrders, debiased
+    rm = emp_rm(SlotBiasedRM())
+    replies = [[{"role": "assistant", "content": r}] for r in ("great", "bad", "good")]
+    assert rm([CTX] * 3, replies, ["good"] * 3) == [-1.0, -1.0, -1.0]     # one order, argmax: no spread
+    both = BothOrders(rm, tie_margin=0.05)
+    # d = (0.1 x (quality difference)) / 2 ... : great vs good +0.1, bad vs good -0.3, good vs good 0
+    assert both([CTX] * 3, replies, ["good"] * 3) == [1.0, -1.0, 0.0]
+    assert both.last_answers == ["better", "worse", "tie"]
+    assert debiased(0.2, -0.2, 0.05) == 1.0 and debiased(0.02, 0.0, 0.05) == 0.0 and debiased(-0.3, 0.3, 0.1) == -1.0
+    # the filter reads the same verdicts off the round robin
+    samples = ["great", "bad", "ok", "good"]
+    [c] = choose_anchors(rm, [CTX], [samples], tie_margin=0.05)
+    assert c.anchor == "ok"
+    assert [v for v in c.verdicts if v is not None] == both(
+        [CTX] * 3, [[{"role": "assistant", "content": r}] for r in samples if r != "ok"], ["ok"] * 3)

@@ -123,3 +123,13 @@ def test_context_free_variant_judges_the_reply_alone(kind):
     assert ex.gold["context_free"] is True
     kinds = ["human", "model_reply", "context_removed", "last_turn_swapped", "turns_shuffled"]
     assert [it["kind"] for it in context_free_items([humanlike_item(kind=k) for k in kinds])] == kinds[:3]
+
+
+def test_swapped_items_trade_the_replies_and_flip_the_label():
+    from echo_lib.rewards.data import with_swaps
+    item = {"id": "e1", "reference": "ref", "candidate": "cand", "label": "better", "candidate_score": 4,
+            "reference_score": 3.0, "context": []}
+    out = with_swaps([item, {**item, "id": "e2", "label": "tie"}])
+    assert [x["id"] for x in out] == ["e1", "e2", "e1-swapped", "e2-swapped"]
+    assert out[2]["candidate"] == "ref" and out[2]["reference"] == "cand" and out[2]["label"] == "worse"
+    assert out[2]["candidate_score"] == 3.0 and out[2]["reference_score"] == 4 and out[3]["label"] == "tie"

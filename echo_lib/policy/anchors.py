@@ -15,6 +15,18 @@ reference in the middle of what the policy writes, literally (`policy.anchor.kin
 The reward stays the discrete, relative verdict of the Empathy RM: better / tie / worse than the
 anchor -> +1 / 0 / -1. The round robin also gives, free, each other sample's verdict against the chosen
 anchor: the hard filter reads them to drop the prompts whose replies would all win or all lose.
+
+Both orders (`policy.both_orders`). The tiny Empathy RM keeps its verdict when two replies of the same
+policy trade places: against one anchor the three other samples of a prompt got the same single-order
+verdict on 19 of 24 prompts, and the mean of the two orders' verdicts was 0 for nearly every pair. Its
+probabilities still rank the replies (the round robin's scores spread from -1.1 to +1.3). `BothOrders`
+therefore reads the verdict off the probabilities with the position effect removed:
+
+    d = ( [P(better) - P(worse)](reply vs anchor) - [P(better) - P(worse)](anchor vs reply) ) / 2
+    better if d > tie_margin, worse if d < -tie_margin, else tie  ->  +1 / -1 / 0
+
+a discrete, anchored verdict in which a judge's preference for a slot cancels out. With tie_margin 0.05
+the filter kept 23 of 24 probe prompts (0.10: 12 of 24).
 """
 from __future__ import annotations
 
@@ -61,8 +73,11 @@ def round_robin(rm, contexts: Sequence[list[dict]], samples: Sequence[Sequence[s
     return graded, discrete
 
 
-def choose_anchors(rm, contexts: Sequence[list[dict]], samples: Sequence[Sequence[str]]) -> list[AnchorChoice]:
-    """The policy-level anchor of each prompt: its middle-ranked sample, with the others' verdicts on it."""
+def choose_anchors(rm, contexts: Sequence[list[dict]], samples: Sequence[Sequence[str]],
+                   tie_margin: float | None = None) -> list[AnchorChoice]:
+    """The policy-level anchor of each prompt: its middle-ranked sample, with the others' rewards against it
+    (the verdict with the sample as the candidate; with a tie_margin, the both-orders verdict BothOrders
+    pays in training)."""
     if rm.kind != "empathy":
         raise ValueError(f"a policy-level anchor is chosen by the Empathy reward model, not the {rm.kind!r} one")
     graded, discrete = round_robin(rm, contexts, samples)
@@ -72,6 +87,52 @@ def choose_anchors(rm, contexts: Sequence[list[dict]], samples: Sequence[Sequenc
         # a sample's score: how much it beats the others as the candidate, and how little they beat it
         scores = [sum(g[i][j] - g[j][i] for j in range(k) if j != i) for i in range(k)]
         m = middle(scores)
+        verdict = [d[i][m] if tie_margin is None else debiased(g[i][m], g[m][i], tie_margin) for i in range(k)]
         out.append(AnchorChoice(m, ss[m], [round(s, 4) for s in scores],
-                                [None if i == m else d[i][m] for i in range(k)]))
+                                [None if i == m else verdict[i] for i in range(k)]))
     return out
+
+
+def debiased(forward: float, backward: float, tie_margin: float) -> float:
+    """+1 / -1 / 0 from the graded judgment of the reply against the anchor (`forward`) and of the anchor
+    against the reply (`backward`): the half difference, beyond the margin either way, or a tie."""
+    d = (forward - backward) / 2
+    return 1.0 if d > tie_margin else -1.0 if d < -tie_margin else 0.0
+
+
+class BothOrders:
+    """The Empathy reward judged in both orders: a RewardModelFn's interface (called with prompts,
+    completions and the anchors as `reference`), paying `debiased` verdicts; `last_answers` names them
+    (better / tie / worse; None when an order did not parse)."""
+
+    def __init__(self, rm, tie_margin: float):
+        if rm.kind != "empathy":
+            raise ValueError(f"both orders apply to the anchored Empathy reward, not the {rm.kind!r} one")
+        self.rm, self.kind, self.tie_margin = rm, rm.kind, tie_margin
+        self.__name__ = rm.__name__
+        self.last_answers: list[str | None] = []
+
+    def __call__(self, prompts, completions, reference=None, **_) -> list[float]:
+        if reference is None:
+            raise ValueError("the empathy reward needs a `reference` column (the anchor of each prompt)")
+        n = len(completions)
+        replies = [_text(c) for c in completions]
+        # one batched call: each reply as the candidate against its anchor, then the anchor against it
+        chats = self.rm.chats([*prompts, *prompts], [*replies, *reference], [*reference, *replies])
+        judged = judge(self.rm.llm, chats, self.kind, self.rm.decision, self.rm.max_new_tokens)
+        values = [j.value(self.kind) for j in judged]
+        out, self.last_answers = [], []
+        for i in range(n):
+            if values[i] is None or values[n + i] is None:
+                out.append(self.rm.unparsed_reward)
+                self.last_answers.append(None)
+                continue
+            r = debiased(values[i], values[n + i], self.tie_margin)
+            out.append(r)
+            self.last_answers.append({1.0: "better", -1.0: "worse", 0.0: "tie"}[r])
+        return out
+
+
+def _text(completion) -> str:
+    from echo_lib.rewards.rm_rewards import completion_text
+    return completion_text(completion)

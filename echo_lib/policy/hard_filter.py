@@ -64,11 +64,13 @@ def judge_groups(prompts: Sequence[RLPrompt], replies: Sequence[list[str]], rewa
 
 
 def hard_filter(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]], llm, rewards: Sequence[DomainReward],
-                samples: int, sampling: Sampling, anchor_rm=None) -> tuple[list[RLPrompt], FilterReport]:
+                samples: int, sampling: Sampling, anchor_rm=None, tie_margin: float | None = None
+                ) -> tuple[list[RLPrompt], FilterReport]:
     """Keep the prompts whose sampled replies would not all win or all lose. With `anchor_rm` (the
     Empathy reward model; policy.anchor.kind policy_median) each empathy prompt first gets its anchor, the
-    middle-ranked of its samples (echo_lib.policy.anchors), and the other samples' verdicts against that
-    anchor decide; the kept prompts carry their new anchor as `reference`."""
+    middle-ranked of its samples (echo_lib.policy.anchors), and the other samples' rewards against that
+    anchor decide (with a tie_margin, the both-orders verdicts BothOrders pays); the kept prompts carry their
+    new anchor as `reference`."""
     report = FilterReport()
     replies = sample_replies(llm, chats, samples, sampling)
     prompts = list(prompts)
@@ -79,7 +81,8 @@ def hard_filter(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]], llm, r
         groups[n] = g
     if emp:
         from echo_lib.policy.anchors import choose_anchors
-        choices = choose_anchors(anchor_rm, [prompts[n].context for n in emp], [replies[n] for n in emp])
+        choices = choose_anchors(anchor_rm, [prompts[n].context for n in emp], [replies[n] for n in emp],
+                                 tie_margin)
         for n, c in zip(emp, choices):
             prompts[n] = dataclasses.replace(prompts[n], reference=c.anchor)
             groups[n] = [v for v in c.verdicts if v is not None]

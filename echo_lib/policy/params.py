@@ -62,6 +62,8 @@ class PolicyParams:
     openings: int = 1               # empathy prompts per persona: the topic, then openings - 1 authored ones
     anchor: str = "reference"       # reference: stage 01's score-3 reply (paper); policy_median: the
                                     # initial policy's middle-ranked sample (tiny; echo_lib.policy.anchors)
+    both_orders: bool = False       # the Empathy reward asks the RM in both orders (anchors.BothOrders)
+    tie_margin: float = 0.05        # both orders: a debiased P(better) - P(worse) within it is a tie
     system_prompt: str | None = None   # null: the sandbox's companion prompt, so RL trains what the sandbox tests
     lora: LoraParams = field(default_factory=LoraParams)
     grpo: PolicyGRPO = field(default_factory=PolicyGRPO)

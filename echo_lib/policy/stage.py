@@ -101,6 +101,14 @@ def chats_for(cfg, prompts: list[RLPrompt], count=None) -> list[list[dict]]:
                         count) for x in prompts]
 
 
+def ordered(cfg, rms: dict) -> dict:
+    """The reward models as the rewards use them: the Empathy RM judged in both orders with policy.both_orders."""
+    from echo_lib.policy.anchors import BothOrders
+    if cfg.policy.both_orders and "empathy" in rms:
+        return {**rms, "empathy": BothOrders(rms["empathy"], cfg.policy.tie_margin)}
+    return rms
+
+
 def reward_models(cfg, kinds):
     from echo_lib.rewards.reward_fn import load_reward_fn
     from echo_lib.rewards.stage import rm_paths
@@ -121,7 +129,8 @@ def reward_models(cfg, kinds):
 def data_settings(cfg, variant: str) -> dict:
     p = cfg.policy
     return {"filter_reward": filter_variant(cfg, variant), "empathy_share": p.empathy_share, "max_prompts": p.max_prompts, "seed": cfg.seed,
-            "openings": p.openings, "anchor": p.anchor,
+            "openings": p.openings, "anchor": p.anchor, "both_orders": p.both_orders,
+            "tie_margin": p.tie_margin,
             "hard_filter": dataclasses.asdict(p.hard_filter), "max_prompt_length": p.grpo.max_prompt_length,
             "temperature": p.grpo.temperature, "top_p": p.grpo.top_p, "winrate_prompts": p.winrate.max_prompts,
             "system_prompt": system_prompt(cfg), "history": cfg.sandbox_run.test_history,
@@ -203,14 +212,14 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
     if (by := filter_variant(cfg, variant)) is not None:
         from echo_lib.llm import load_llm
         rms = reward_models(cfg, needed_kinds(by))
-        funcs = variant_rewards(by, rms, 0.0)
+        funcs = variant_rewards(by, ordered(cfg, rms), 0.0)
         # the policy-level anchor is the Empathy RM's choice, for the variants that reward with it
         anchor_rm = rms["empathy"] if p.anchor == "policy_median" and ROUTES[by]["empathy"] == "empathy" else None
         f = p.hard_filter
         sampling = Sampling(temperature=p.grpo.temperature, top_p=p.grpo.top_p, max_new_tokens=f.max_new_tokens,
                             seed=cfg.seed)
         kept, rep = hard_filter(drawn, chats_for(cfg, drawn, token_counter(cfg)), load_llm(cfg, cfg.roles.policy),
-                                funcs, f.samples, sampling, anchor_rm)
+                                funcs, f.samples, sampling, anchor_rm, p.tie_margin if p.both_orders else None)
         report["hard_filter"] = {**rep.summary(), "all_win": rep.all_win, "all_lose": rep.all_lose,
                                  "rewards": rep.rewards, "anchors": rep.anchors}
     missing = [x.id for x in kept if x.domain == "empathy" and not x.reference and ROUTES[variant]["empathy"] == "empathy"]
@@ -253,8 +262,8 @@ def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
         raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; stage 03 trains the "
                          "policy with TRL, so roles.policy must name an hf-backend model")
     rollouts = RolloutLog()
-    funcs = variant_rewards(variant, reward_models(cfg, needed_kinds(variant)), cfg.policy.grpo.format_penalty,
-                            rollouts)
+    funcs = variant_rewards(variant, ordered(cfg, reward_models(cfg, needed_kinds(variant))),
+                            cfg.policy.grpo.format_penalty, rollouts)
     rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
     return train_policy(weights_path(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
                         seed=cfg.seed, use_cpu=spec.device == "cpu", dtype=spec.dtype,

@@ -157,6 +157,19 @@ def with_references(items: list[dict]) -> list[dict]:
     return items + refs
 
 
+FLIPPED = {"better": "worse", "worse": "better", "tie": "tie"}
+
+
+def with_swaps(items: list[dict]) -> list[dict]:
+    """Empathy training items plus each one with its two replies traded (the candidate becomes the
+    reference) and its label flipped, so a verdict has to come from comparing the replies: a model that
+    learns what the reference slot usually holds is right on half of them only."""
+    swapped = [{**it, "id": f"{it['id']}-swapped", "candidate": it["reference"], "reference": it["candidate"],
+                "label": FLIPPED[it["label"]], "candidate_score": it["reference_score"],
+                "reference_score": it["candidate_score"]} for it in items]
+    return items + swapped
+
+
 def context_free_items(items: list[dict]) -> list[dict]:
     """The humanlike items the context-free variant can judge: without the kinds only the context reveals."""
     return [it for it in items if it["kind"] not in CONTEXT_ONLY_KINDS]

@@ -74,6 +74,7 @@ class RewardModelParams:
     grpo: GRPOParams = field(default_factory=GRPOParams)
     eval: EvalParams = field(default_factory=EvalParams)
     max_train_items: int = 0       # training items used (0 = all of train.jsonl)
+    swap_augment: bool = False     # empathy: also train on each item with the two replies swapped (label flipped)
     target_field_words: int = 8    # templated targets: most words kept from each gold profile field
     process_scorer: str = "lexical"   # "lexical" (transparent field matching) or "judge" (a model per field)
     process_judge: str | None = None  # model name for process_scorer "judge" (null = roles.reward_model)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from echo_lib.rewards.data import (context_free_items, data_file, examples, load_items, shuffled_labels,
-                                   with_references)
+                                   with_references, with_swaps)
 from echo_lib.rewards.calibration import decision_path, machine_recall_threshold, read_threshold, write_decision
 from echo_lib.rewards.evaluate import evaluate, metrics_table, paired_accuracy
 from echo_lib.rewards.params import KINDS
@@ -128,6 +128,8 @@ def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
     train_items = items(cfg, kind, "train", cfg.reward_models.max_train_items)
     if shuffled:
         train_items = shuffled_labels(train_items, kind, cfg.seed)
+    if kind == "empathy" and cfg.reward_models.swap_augment:
+        train_items = with_swaps(train_items)     # after the shuffle: the twin's swapped labels stay meaningless
     out = rm_paths(cfg, kind).shuffled if shuffled else rm_paths(cfg, kind)
     decision_path(out.adapter).unlink(missing_ok=True)   # an old threshold belongs to an old adapter
     return train_on(cfg, kind, train_items, out.dir)
