@@ -301,6 +301,7 @@ rule policy:
         winrate=f"{RUN}/policy/{{variant}}/winrate.csv",
         figure=report(f"{RUN}/policy/{{variant}}/training.png", caption="report/policy_training.rst", category="Policy RL"),
         hacking=report(f"{RUN}/policy/{{variant}}/hacking.png", caption="report/policy_hacking.rst", category="Policy RL"),
+        progress=report(f"{RUN}/policy/{{variant}}/progress.png", caption="report/policy_progress.rst", category="Policy RL"),
         adapter=adapter_files(f"{RUN}/policy/{{variant}}/adapter"),
         nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
     wildcard_constraints:

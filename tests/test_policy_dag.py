@@ -20,6 +20,7 @@ def test_each_variant_trains_on_its_own_filtered_data(ci_run):
         assert m["steps"] == 2 and m["data"]["kept"] == filt["kept"] and m["peak_rss_mb"] > 0
         assert set(m["reward_hacking"]) == {"halves", "findings", "verdict"}
         assert (run_dir / "policy" / variant / "hacking.png").stat().st_size > 0
+        assert (run_dir / "policy" / variant / "progress.png").stat().st_size > 0
         log = pd.read_csv(run_dir / "policy" / variant / "train_log.csv")
         assert list(log.columns) == LOG_COLUMNS and list(log.step) == [1, 2]
         assert log.entropy.notna().all() and log.reply_length.notna().all()
@@ -29,6 +30,18 @@ def test_each_variant_trains_on_its_own_filtered_data(ci_run):
     assert echo.reward_empathy.dropna().between(-1, 1).all()
     scalar = pd.read_csv(run_dir / "policy" / "scalar" / "train_log.csv")
     assert scalar.reward_empathy.dropna().between(0, 1).all() and scalar.win_rate.isna().all()
+
+
+def test_a_trained_adapter_changes_the_greedy_replies_of_held_out_prompts(ci_run):
+    """An adapter that leaves every greedy reply as the base's trained nothing a user would see."""
+    run_dir, _ = ci_run
+    for variant in ("echo", "scalar"):
+        m = json.loads((run_dir / "policy" / variant / "metrics.json").read_text())
+        greedy = m["greedy"]
+        assert greedy["n"] >= 1 and greedy["changed"] >= 1, (variant, greedy)
+        assert m["targets"]["greedy_changed"]["met"]
+        ex = greedy["examples"][0]
+        assert ex["base"] != ex["trained"]
 
 
 def test_win_rates_are_written_per_judge(ci_run):

@@ -40,3 +40,15 @@ def test_all_targets_met_and_each_one_that_is_not():
     assert not rl_targets(rows([0.0] * 4 + [1.0] * 4), few, winrate(0.66, 0.55, 0.77), GREEDY, 480)["filter_kept_share"]["met"]
     t = rl_targets(rows([0.0] * 4 + [1.0] * 4), DATA, winrate(0.66, 0.55, 0.77), {"n": 48, "changed": 0}, 700)
     assert not t["greedy_changed"]["met"] and not t["stage_seconds"]["met"] and not t["all_met"]
+
+
+def test_greedy_change_counts_only_replies_that_differ():
+    from echo_lib.policy.data import RLPrompt
+    from echo_lib.policy.stage import greedy_change
+    held = [RLPrompt(f"p{i}", "empathy", [{"role": "user", "content": f"m{i}"}]) for i in range(3)]
+    same = greedy_change(held, ["a", "b", "c"], ["a", "b", "c"])
+    assert same["changed"] == 0 and same["examples"] == []
+    assert not rl_targets(rows([0.0] * 4 + [1.0] * 4), DATA, winrate(0.66, 0.55, 0.77), same, 480)["greedy_changed"]["met"]
+    moved = greedy_change(held, ["a", "b", "c"], ["a", "B", "C"])
+    assert moved["changed"] == 2 and moved["share"] == 0.6667
+    assert moved["examples"][0] == {"prompt_id": "p1", "user": "m1", "base": "b", "trained": "B"}
