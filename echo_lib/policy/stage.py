@@ -167,12 +167,12 @@ def with_openings(cfg, splits: list[list[RLPrompt]]) -> tuple[list[list[RLPrompt
         if unknown:
             raise ValueError(f"stage 01's empathy data names scenarios {unknown[:3]} that data/scenarios/own lacks; "
                              "rerun stage 01")
-        made = openings([scenarios[sid] for sid in topics], topics, cfg.policy.openings)
         short = sorted(sid for sid in topics if len(scenarios[sid].openings) < cfg.policy.openings - 1)
         if short:
             raise ValueError(f"policy.openings is {cfg.policy.openings}, but scenario {short[0]} "
                              f"({scenarios[short[0]].source}) has {len(scenarios[short[0]].openings)} openings; "
                              "lower policy.openings or add openings to the scenario file")
+        made = openings([scenarios[sid] for sid in topics], topics, cfg.policy.openings)
         out.append(made)
         report[name] = {"personas": len(topics), "prompts": len(made)}
     return out, report
