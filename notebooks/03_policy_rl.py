@@ -35,10 +35,12 @@
 # optimisation: the prompt is a multi-turn history shown exactly as the sandbox shows it to a tested
 # model, and only the next reply is sampled and trained.
 #
-# **At the tiny scale** the policy and the reward models are SmolLM2-135M with LoRA, a dozen GRPO
-# steps on a CPU. The reward models of stage 02 are weak judges at this size, so read the curves for
-# what the pipeline does (rewards by domain, the filter, the monitors), and the win rates and the
-# sandbox comparison of stage 05 as measured, including where the trained policy is not better.
+# **At the tiny scale** the policy and the reward models are SmolLM2-135M with LoRA, 16 GRPO steps on
+# a CPU, on empathy prompts only (the Humanlike reward model judged every sampled chit-chat reply
+# "machine", so that domain gave no signal). The reward models of stage 02 are weak judges at this
+# size: the anchor is the policy's own middle-ranked reply and the verdict is read in both orders
+# (METHOD.md 4.4). Read the win rates and the sandbox comparison of stage 05 as measured, including
+# where the trained policy is not better.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
