@@ -144,3 +144,30 @@ def test_paper_table_shows_consistency_and_a_degenerate_interval(tmp_path):
     assert table["Order-consistent"].iloc[0] == 0.0 and abs(table["Order-consistent"].iloc[1] - 2 / 3) < 1e-9
     assert pd.isna(table["Order-consistent"].iloc[2])        # a winrate.csv from before the column
     assert "Order-consistent" in paper_tables.winrates({}).columns
+
+
+def test_the_debiased_rm_judge_cancels_a_slot_preference_and_keeps_what_the_rm_sees():
+    """An RM whose argmax says worse in both orders (no consistent pair) but whose probabilities lean
+    to the variant's reply: the argmax rule gives ties, the debiased reading wins."""
+    from types import SimpleNamespace
+
+    from echo_lib.policy.winrate import judge_with_rm, judge_with_rm_debiased
+    from echo_lib.rewards.reward_fn import RewardModelFn
+
+    class Leaning:
+        def choose(self, chats, options):
+            out = []
+            for chat in chats:
+                cand_is_v = "Candidate reply: v" in chat[-1]["content"]
+                pb = 0.40 if cand_is_v else 0.25
+                probs = {o: (pb if ">better<" in o else 0.55 if ">worse<" in o else 1 - pb - 0.55) for o in options}
+                out.append(SimpleNamespace(probs=probs, best=max(probs, key=probs.get)))
+            return out
+
+    rm = RewardModelFn(Leaning(), "empathy", decision="verdict_first")
+    ctx = [[{"role": "user", "content": "I failed."}]] * 3
+    plain = judge_with_rm(rm, ["p1", "p2", "p3"], ctx, ["v1", "v2", "v3"], ["b1", "b2", "b3"])
+    assert [j.score for j in plain] == [0.5] * 3 and not any(j.consistent for j in plain)
+    deb = judge_with_rm_debiased(rm, ["p1", "p2", "p3"], ctx, ["v1", "v2", "v3"], ["b1", "b2", "b3"], 0.05)
+    assert [j.score for j in deb] == [1.0] * 3 and deb[0].judge == "empathy_rm_debiased"
+    assert [j.score for j in judge_with_rm_debiased(rm, ["p1"], ctx[:1], ["v1"], ["b1"], 0.2)] == [0.5]

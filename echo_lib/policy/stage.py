@@ -29,7 +29,8 @@ from echo_lib.policy.params import VARIANTS
 from echo_lib.policy.rewards import ROUTES, RolloutLog, needed_kinds, variant_rewards
 from echo_lib.policy.targets import rl_targets
 from echo_lib.policy.train import PolicyTrainResult, grpo_rows, train_policy
-from echo_lib.policy.winrate import judge_independent, judge_with_rm, judgment_rows, summarise
+from echo_lib.policy.winrate import (judge_independent, judge_with_rm, judge_with_rm_debiased, judgment_rows,
+                                     summarise)
 
 
 @dataclass(frozen=True)
@@ -286,9 +287,13 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
                for name in (cfg.roles.policy, variant)}
     ids, contexts = [p.id for p in heldout], [p.context for p in heldout]
     v, b = replies[variant], replies[cfg.roles.policy]
-    judged = {"empathy_rm": judge_with_rm(load_reward_fn(cfg, "empathy"), ids, contexts, v, b),
+    rm = load_reward_fn(cfg, "empathy")
+    judged = {"empathy_rm": judge_with_rm(rm, ids, contexts, v, b),
               "independent": judge_independent(llms[judge_name], ids, contexts, v, b)}
-    judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name}
+    judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name,
+                    "empathy_rm_debiased": f"{cfg.roles.reward_model}+empathy-rm"}
+    if cfg.policy.both_orders:   # the RM as the echo reward reads it (the same RM calls: cached)
+        judged["empathy_rm_debiased"] = judge_with_rm_debiased(rm, ids, contexts, v, b, cfg.policy.tie_margin)
     summary = [summarise(variant, j, judge_models[j], rows, cfg.seed) for j, rows in judged.items()]
     by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
     rows = [{**r, "variant_reply": by_id[r["prompt_id"]][0], "base_reply": by_id[r["prompt_id"]][1]}

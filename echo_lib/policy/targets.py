@@ -9,7 +9,8 @@
     stage_seconds        the whole stage for this variant                               <= 600
 
 The independent judge's win rate is reported beside them with its interval and has no target: it is
-the check on the reward model, whatever it says. Each target is {value, target, met}; metrics.json
+the check on the reward model, whatever it says. So is, with policy.both_orders, the RM's win rate read
+the way the echo reward reads it (rm_debiased_win_rate: position-debiased probabilities, not argmaxes). Each target is {value, target, met}; metrics.json
 keeps them under "targets".
 """
 from __future__ import annotations
@@ -59,6 +60,10 @@ def rl_targets(rows: Sequence[dict], data_report: dict, winrate_summary: Sequenc
         "greedy_changed": _target(greedy.get("changed"), ">= 1 held-out prompt", lambda v: v >= 1),
         "stage_seconds": _target(stage_seconds, "<= 600", lambda v: v <= 600),
     }
+    if "empathy_rm_debiased" in judges:   # the RM as the echo reward reads it: reported, no target
+        d = judges["empathy_rm_debiased"]
+        out["rm_debiased_win_rate"] = {"value": d.get("win_rate"), "ci": [d.get("ci_low"), d.get("ci_high")],
+                                       "n": d.get("n"), "target": "reported, no target"}
     out["independent_win_rate"] = {"value": ind.get("win_rate"), "ci": [ind.get("ci_low"), ind.get("ci_high")],
                                    "n": ind.get("n"), "position_consistency": ind.get("position_consistency"),
                                    "target": "reported, no target"}

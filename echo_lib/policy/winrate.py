@@ -112,6 +112,29 @@ def judge_with_rm(rm, ids: Sequence[str], contexts: Sequence[list[dict]], varian
     return out
 
 
+def judge_with_rm_debiased(rm, ids: Sequence[str], contexts: Sequence[list[dict]], variant: Sequence[str],
+                           base: Sequence[str], tie_margin: float) -> list[Judgment]:
+    """The Empathy RM read as the echo reward reads it with policy.both_orders (echo_lib.policy.anchors):
+    the half difference of P(better) - P(worse) with the variant as the candidate and with the base as the
+    candidate, beyond tie_margin a win or a loss, else a tie. Antisymmetric by construction, so a slot
+    preference cancels; `consistent` says whether both orders leaned the same way on their own."""
+    from echo_lib.policy.anchors import debiased
+    from echo_lib.rewards.evaluate import judge
+    chats = rm.chats([*contexts, *contexts], [*variant, *base], [*base, *variant])
+    values = [j.value(rm.kind) for j in judge(rm.llm, chats, rm.kind, rm.decision, rm.max_new_tokens)]
+    n, out = len(ids), []
+    for k, pid in enumerate(ids):
+        g1, g2 = values[k], values[n + k]
+        if g1 is None or g2 is None:
+            out.append(Judgment(pid, "empathy_rm_debiased", "both", None, None, None, None, str(g1), str(g2)))
+            continue
+        score = (debiased(g1, g2, tie_margin) + 1) / 2
+        first, second = (1.0 if g1 > 0 else 0.0), (0.0 if g2 > 0 else 1.0)
+        out.append(Judgment(pid, "empathy_rm_debiased", "both", score, first, second, first == second,
+                            f"P(b)-P(w) variant first {g1:+.3f}", f"P(b)-P(w) base first {g2:+.3f}"))
+    return out
+
+
 def interval_note(scores: Sequence[float], lo: float, hi: float) -> str:
     """Why an interval is degenerate (a single point), or "" when it is not."""
     if not scores:

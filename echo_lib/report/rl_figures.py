@@ -89,9 +89,10 @@ def rm_accuracy_bars(table: pd.DataFrame) -> plt.Figure:
 
 
 # The held-out win-rate judges (echo_lib.policy.winrate), in the order the progress figure draws them.
-JUDGES = [("empathy_rm", "RM"), ("independent", "independent")]
+JUDGES = [("empathy_rm", "RM"), ("empathy_rm_debiased", "RM debiased"), ("independent", "independent")]
 # The targets of echo_lib.policy.targets, in the order the targets table lists them.
-TARGETS = ["filter_kept_share", "zero_spread_share", "reward_trend", "rm_win_rate", "independent_win_rate",
+TARGETS = ["filter_kept_share", "zero_spread_share", "reward_trend", "rm_win_rate", "rm_debiased_win_rate",
+           "independent_win_rate",
            "greedy_changed", "stage_seconds"]
 
 
