@@ -51,7 +51,11 @@ def test_win_rates_are_written_per_judge(ci_run):
     assert 1 <= len(heldout) <= 2                              # policy.winrate.max_prompts in config/ci.yaml
     for variant in ("echo", "scalar"):
         table = pd.read_csv(run_dir / "policy" / variant / "winrate.csv")
-        assert set(table.judge) == {"empathy_rm", "independent"} and set(table.variant) == {variant}
+        # config/ci.yaml sets policy.both_orders, which adds the RM read as the echo reward reads it
+        assert set(table.judge) == {"empathy_rm", "empathy_rm_debiased", "independent"}
+        assert set(table.variant) == {variant}
+        debiased = table.set_index("judge").loc["empathy_rm_debiased"]
+        assert debiased.n + debiased.unparsed == len(heldout) and 0 <= debiased.win_rate <= 1
         ind = table.set_index("judge").loc["independent"]
         assert ind.n == len(heldout) and 0 <= ind.win_rate <= 1     # one both-orders judgment per prompt
         assert 0 <= ind.position_consistency <= 1 and ind.decisive == ind.wins + ind.losses
