@@ -5,7 +5,7 @@ the policy it trains, so about as many samples beat it as lose to it and GRPO's 
 At the tiny scale stage 01's references play that part badly: the 135M policy, prompted as the sandbox
 prompts it, loses to them on most prompts, every reply of a group gets -1, and GRPO learns nothing
 (a fresh run dropped 16 of 24 prompts as "all lose"). So the tiny scale takes the paper's idea, a
-reference in the middle of what the policy writes, literally (`policy.anchor.kind`):
+reference in the middle of what the policy writes, literally (`policy.anchor`):
 
   reference       stage 01's score-3 reference (the paper's choice; config/paper.yaml keeps it)
   policy_median   per prompt, `samples` replies of the initial policy are ranked by the Empathy reward

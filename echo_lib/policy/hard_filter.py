@@ -67,7 +67,7 @@ def hard_filter(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]], llm, r
                 samples: int, sampling: Sampling, anchor_rm=None, tie_margin: float | None = None
                 ) -> tuple[list[RLPrompt], FilterReport]:
     """Keep the prompts whose sampled replies would not all win or all lose. With `anchor_rm` (the
-    Empathy reward model; policy.anchor.kind policy_median) each empathy prompt first gets its anchor, the
+    Empathy reward model; policy.anchor: policy_median) each empathy prompt first gets its anchor, the
     middle-ranked of its samples (echo_lib.policy.anchors), and the other samples' rewards against that
     anchor decide (with a tie_margin, the both-orders verdicts BothOrders pays); the kept prompts carry their
     new anchor as `reference`."""
