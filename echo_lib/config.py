@@ -384,7 +384,7 @@ def _run_problems(cfg: dict) -> list[str]:
                         "'policy.anchor' is policy_median, which needs at least 3 (the anchor is one of them, and "
                         "the filter reads the others' verdicts against it)")
     if policy["openings"] > 1 and policy["anchor"] == "reference" and "echo" in policy["variants"]:
-        problems.append(f"key 'policy.openings' is {policy['openings']} but 'policy.anchor' is reference: an Actor "
+        problems.append(f"key 'policy.openings' is {policy['openings']} but 'policy.anchor' is reference: an authored "
                         "opening has no stage-01 reference reply to anchor echo's Empathy reward; use anchor: "
                         "policy_median or openings: 1")
     accelerate = policy["accelerate_config"]

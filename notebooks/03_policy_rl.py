@@ -70,9 +70,10 @@ print("reward model per domain:", ROUTES[variant])
 # %% [markdown]
 # ## The RL data, the anchor, and the hard-prompt filter
 # Prompts are drawn from the train splits of stage 01 with the configured domain mix. Stage 01 has one
-# dialogue per persona; with `policy.openings` > 1 the sandbox's Actor opens the chat again for each
-# persona (plainly, and with each story stage on its mind), so RL has more to train on and the win rate
-# more held-out prompts: a held-out persona is never trained on.
+# dialogue per persona; with `policy.openings` > 1 each persona also opens the chat with the first
+# messages its scenario file holds (`openings:`, authored in the person's words from other parts of the
+# story), so RL has more to train on and the win rate more held-out prompts: a held-out persona is never
+# trained on.
 #
 # **The anchor.** The paper judges a reply against a reference scored 3 of 5, a middling reply for the
 # policy. Stage 01's references are beyond what the 135M policy writes when prompted as the sandbox
@@ -89,7 +90,7 @@ print("reward model per domain:", ROUTES[variant])
 # %%
 prompts, heldout, data_report = stage.rl_data(cfg, variant)
 if "openings" in data_report:
-    print("Actor openings:", data_report["openings"])
+    print("authored openings:", data_report["openings"])
 print("available:", data_report["available"], " drawn:", data_report["drawn"], " kept:", data_report["kept"])
 if "hard_filter" in data_report:
     hf = data_report["hard_filter"]

@@ -1,4 +1,4 @@
-"""The policy-level anchor (echo_lib.policy.anchors), the hard filter with it, and the Actor openings
+"""The policy-level anchor (echo_lib.policy.anchors), the hard filter with it, and the authored openings
 (echo_lib.policy.openings), with fake models: no weights are loaded."""
 from __future__ import annotations
 

@@ -35,9 +35,6 @@ from typing import Sequence
 
 from echo_lib.rewards.evaluate import judge
 
-KINDS = ("reference", "policy_median")
-
-
 @dataclass
 class AnchorChoice:
     """One prompt's anchor among its sampled replies."""
@@ -100,6 +97,16 @@ def debiased(forward: float, backward: float, tie_margin: float) -> float:
     return 1.0 if d > tie_margin else -1.0 if d < -tie_margin else 0.0
 
 
+def both_orders(rm, contexts: Sequence[list[dict]], replies: Sequence[str], others: Sequence[str]
+                ) -> list[tuple[float | None, float | None]]:
+    """Per pair, the RM's graded judgment (P(better) - P(worse); None: unparsed) of the reply against the
+    other, and of the other against the reply: one batched call."""
+    n = len(replies)
+    chats = rm.chats([*contexts, *contexts], [*replies, *others], [*others, *replies])
+    values = [j.value(rm.kind) for j in judge(rm.llm, chats, rm.kind, rm.decision, rm.max_new_tokens)]
+    return list(zip(values[:n], values[n:]))
+
+
 class BothOrders:
     """The Empathy reward judged in both orders: a RewardModelFn's interface (called with prompts,
     completions and the anchors as `reference`), paying `debiased` verdicts; `last_answers` names them
@@ -115,19 +122,13 @@ class BothOrders:
     def __call__(self, prompts, completions, reference=None, **_) -> list[float]:
         if reference is None:
             raise ValueError("the empathy reward needs a `reference` column (the anchor of each prompt)")
-        n = len(completions)
-        replies = [_text(c) for c in completions]
-        # one batched call: each reply as the candidate against its anchor, then the anchor against it
-        chats = self.rm.chats([*prompts, *prompts], [*replies, *reference], [*reference, *replies])
-        judged = judge(self.rm.llm, chats, self.kind, self.rm.decision, self.rm.max_new_tokens)
-        values = [j.value(self.kind) for j in judged]
         out, self.last_answers = [], []
-        for i in range(n):
-            if values[i] is None or values[n + i] is None:
+        for forward, backward in both_orders(self.rm, prompts, [_text(c) for c in completions], reference):
+            if forward is None or backward is None:
                 out.append(self.rm.unparsed_reward)
                 self.last_answers.append(None)
                 continue
-            r = debiased(values[i], values[n + i], self.tie_margin)
+            r = debiased(forward, backward, self.tie_margin)
             out.append(r)
             self.last_answers.append({1.0: "better", -1.0: "worse", 0.0: "tie"}[r])
         return out

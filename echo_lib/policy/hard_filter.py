@@ -75,7 +75,7 @@ def hard_filter(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]], llm, r
     replies = sample_replies(llm, chats, samples, sampling)
     prompts = list(prompts)
     emp = [n for n, p in enumerate(prompts) if p.domain == "empathy"] if anchor_rm is not None else []
-    rest = [n for n in range(len(prompts)) if n not in set(emp)]
+    rest = sorted(set(range(len(prompts))) - set(emp))
     groups: list[list[float]] = [[] for _ in prompts]
     for n, g in zip(rest, judge_groups([prompts[n] for n in rest], [replies[n] for n in rest], rewards)):
         groups[n] = g

@@ -223,10 +223,6 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
                                 funcs, f.samples, sampling, anchor_rm, p.tie_margin if p.both_orders else None)
         report["hard_filter"] = {**rep.summary(), "all_win": rep.all_win, "all_lose": rep.all_lose,
                                  "rewards": rep.rewards, "anchors": rep.anchors}
-    missing = [x.id for x in kept if x.domain == "empathy" and not x.reference and ROUTES[variant]["empathy"] == "empathy"]
-    if missing:
-        raise ValueError(f"{len(missing)} empathy prompts (e.g. {missing[0]}) have no reference reply to anchor the "
-                         "Empathy reward; Actor openings (policy.openings > 1) need policy.anchor: policy_median")
     report["kept"] = {d: sum(x.domain == d for x in kept) for d in ("empathy", "chitchat")}
     heldout = emp_test[:p.winrate.max_prompts] if p.winrate.max_prompts else emp_test
     write_jsonl(out / "train.jsonl", (x.row() for x in kept))
@@ -290,10 +286,10 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     rm = load_reward_fn(cfg, "empathy")
     judged = {"empathy_rm": judge_with_rm(rm, ids, contexts, v, b),
               "independent": judge_independent(llms[judge_name], ids, contexts, v, b)}
-    judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name,
-                    "empathy_rm_debiased": f"{cfg.roles.reward_model}+empathy-rm"}
+    judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name}
     if cfg.policy.both_orders:   # the RM as the echo reward reads it (the same RM calls: cached)
         judged["empathy_rm_debiased"] = judge_with_rm_debiased(rm, ids, contexts, v, b, cfg.policy.tie_margin)
+        judge_models["empathy_rm_debiased"] = judge_models["empathy_rm"]
     summary = [summarise(variant, j, judge_models[j], rows, cfg.seed) for j, rows in judged.items()]
     by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
     rows = [{**r, "variant_reply": by_id[r["prompt_id"]][0], "base_reply": by_id[r["prompt_id"]][1]}

@@ -118,13 +118,9 @@ def judge_with_rm_debiased(rm, ids: Sequence[str], contexts: Sequence[list[dict]
     the half difference of P(better) - P(worse) with the variant as the candidate and with the base as the
     candidate, beyond tie_margin a win or a loss, else a tie. Antisymmetric by construction, so a slot
     preference cancels; `consistent` says whether both orders leaned the same way on their own."""
-    from echo_lib.policy.anchors import debiased
-    from echo_lib.rewards.evaluate import judge
-    chats = rm.chats([*contexts, *contexts], [*variant, *base], [*base, *variant])
-    values = [j.value(rm.kind) for j in judge(rm.llm, chats, rm.kind, rm.decision, rm.max_new_tokens)]
-    n, out = len(ids), []
-    for k, pid in enumerate(ids):
-        g1, g2 = values[k], values[n + k]
+    from echo_lib.policy.anchors import both_orders, debiased
+    out = []
+    for pid, (g1, g2) in zip(ids, both_orders(rm, contexts, variant, base)):
         if g1 is None or g2 is None:
             out.append(Judgment(pid, "empathy_rm_debiased", "both", None, None, None, None, str(g1), str(g2)))
             continue

@@ -14,7 +14,7 @@ from typing import Any
 from echo_lib.rewards.profile import CONTEXT_ONLY_KINDS
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target, verdict_target
-from echo_lib.rewards.verdict import score_target
+from echo_lib.rewards.verdict import flip, score_target
 
 HUMANLIKE_KEYS = {"id": str, "dialogue_id": str, "context": list, "reply": str, "label": str, "kind": str}
 EMPATHY_KEYS = {"id": str, "scenario_id": str, "context": list, "profile": dict, "theorems": list,
@@ -157,15 +157,12 @@ def with_references(items: list[dict]) -> list[dict]:
     return items + refs
 
 
-FLIPPED = {"better": "worse", "worse": "better", "tie": "tie"}
-
-
 def with_swaps(items: list[dict]) -> list[dict]:
     """Empathy training items plus each one with its two replies traded (the candidate becomes the
     reference) and its label flipped, so a verdict has to come from comparing the replies: a model that
     learns what the reference slot usually holds is right on half of them only."""
     swapped = [{**it, "id": f"{it['id']}-swapped", "candidate": it["reference"], "reference": it["candidate"],
-                "label": FLIPPED[it["label"]], "candidate_score": it["reference_score"],
+                "label": flip(it["label"]), "candidate_score": it["reference_score"],
                 "reference_score": it["candidate_score"]} for it in items]
     return items + swapped
 

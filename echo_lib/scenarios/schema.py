@@ -165,6 +165,13 @@ class _Reader:
             self.fail(f"{field}{key}", f"is {value!r}", "write it as non-empty text")
         return value.strip()
 
+    def texts(self, data: dict, key: str, fix: str) -> list[str]:
+        """An optional list of non-empty texts (absent: empty)."""
+        value = data.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(x, str) and x.strip() for x in value):
+            self.fail(key, f"is {value!r}", fix)
+        return value
+
     def choice(self, data: dict, key: str, field: str, allowed: tuple[str, ...]) -> str:
         value = self.get(data, key, field)
         if value not in allowed:
@@ -246,13 +253,8 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
                     dominant_axis=r.choice(lb, "dominant_axis", "labels.", (*AXES, *extra)),
                     difficulty=r.choice(lb, "difficulty", "labels.", (*DIFFICULTIES, *extra)))
 
-    dislikes = d.get("dislikes") or []
-    if not isinstance(dislikes, list) or not all(isinstance(x, str) and x.strip() for x in dislikes):
-        r.fail("dislikes", f"is {dislikes!r}", "write a list of short texts, one response style each")
-
-    openings = d.get("openings") or []
-    if not isinstance(openings, list) or not all(isinstance(x, str) and x.strip() for x in openings):
-        r.fail("openings", f"is {openings!r}", "write a list of first messages, each a text in the user's own words")
+    dislikes = r.texts(d, "dislikes", "write a list of short texts, one response style each")
+    openings = r.texts(d, "openings", "write a list of first messages, each a text in the user's own words")
 
     return Scenario(id=case_id, persona=persona, threshold=threshold, topic=r.text(d, "topic"), needs=needs,
                     priorities=priorities, experiences=experiences, situation=situation, story=story,
