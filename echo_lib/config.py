@@ -393,7 +393,8 @@ def _run_problems(cfg: dict) -> list[str]:
                         "accelerate config file, e.g. config/accelerate/zero3_multinode.yaml")
     elif accelerate and not (project_root() / accelerate).is_file():   # relative to the repository (or absolute)
         problems.append(f"key 'policy.accelerate_config' has value {accelerate!r}, which is not a file")
-    return problems
+    from echo_lib.policy.vllm import config_problems   # vLLM with the policy model and launcher, launch vs resources
+    return problems + config_problems(cfg)
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,8 +32,14 @@ class PolicyGRPO:
     format_penalty: float = 1.0     # subtracted when a reply has a role prefix or a think tag (0 = off)
     scale_rewards: str = "group"    # TRL's advantage scaling: group (its default), batch, or none, which keeps
                                     # the reward scale the scalar-vs-discrete comparison is about
-    use_vllm: bool = False          # rollouts with vLLM (GPU scale; TRL's vllm_mode below)
+    use_vllm: bool = False          # rollouts with vLLM (GPU scale; TRL's vllm_mode below). Not with a 4-bit
+                                    # policy (load_in_4bit): echo_lib.policy.vllm refuses it, and why
     vllm_mode: str = "colocate"     # colocate: vLLM inside the training processes; server: `trl vllm-serve`
+    vllm_gpu_memory_utilization: float | None = None   # vLLM's share of a GPU; None: TRL's 0.3 (server 0.9)
+    vllm_tensor_parallel_size: int = 1       # GPUs per vLLM engine; colocate: divides the training processes
+    vllm_max_model_length: int | None = None # vLLM's context; None: max_prompt_length + max_completion_length
+    vllm_server_host: str = "localhost"      # server: where `trl vllm-serve` listens
+    vllm_server_port: int = 8000
 
 
 @dataclass(frozen=True)
