@@ -64,6 +64,7 @@ class ModelSpec:
     base_url: str | None
     api_key_env: str | None
     readout: str | None = None     # read-out heads that answer choose from a hidden layer (echo_lib.llm.readout)
+    request_rules: dict | None = None   # backend openai: what its endpoint accepts (openai_backend.RequestRules)
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,9 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
         if spec["backend"] == "openai" and not spec["base_url"]:
             problems.append(f"key 'models.{name}.base_url' is missing; an openai-backend model needs "
                             "the server URL, e.g. http://localhost:8000/v1")
+        if spec.get("request_rules") is not None and spec["backend"] != "openai":
+            problems.append(f"key 'models.{name}.request_rules' is set, but backend {spec['backend']!r} sends no "
+                            "requests; request rules shape an openai-backend model's requests: remove them")
     references = {"smoke_chat.model": cfg["smoke_chat"]["model"]}
     references |= {f"roles.{role}": name for role, name in cfg["roles"].items() if isinstance(name, str)}
     references |= {f"roles.nee_judges[{i}]": name for i, name in enumerate(cfg["roles"]["nee_judges"])}

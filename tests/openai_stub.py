@@ -1,7 +1,11 @@
 """(No tests here.) A tiny OpenAI-compatible HTTP server on 127.0.0.1 for the backend's tests: each
 request to /v1/chat/completions is answered by a Python function of (request body, headers) ->
 (status, JSON body), so a test scripts exactly what the server says (an error echoing the key, a 429
-then a reply, logprobs, a tool call)."""
+then a reply, logprobs, a tool call).
+
+`Stub(answer, vendor_rules=True)` also answers as the hosted APIs of config/paper.yaml's judges do to a
+request they reject, by the model id's family (`vendor_error`), before `answer` sees it: HTTP 400 with the
+vendor's error text. Without it (the default) every request reaches `answer`."""
 from __future__ import annotations
 
 import json
@@ -12,17 +16,52 @@ from typing import Callable
 Answer = Callable[[dict, dict], tuple[int, dict]]
 
 
+def _openai_400(message: str, param: str, code: str) -> tuple[int, dict]:
+    return 400, {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def vendor_error(body: dict) -> tuple[int, object] | None:
+    """The 400 that a hosted API answers to a request it rejects (the rules each vendor documents; their error
+    texts as the APIs send them); None where it would accept the request.
+    - OpenAI's reasoning models (gpt-5 family, o-series): max_tokens, top_p, presence_penalty, logprobs and
+      top_logprobs are unsupported parameters; temperature only its default 1.
+    - Anthropic's OpenAI SDK compatibility layer, Claude Sonnet 4.5: temperature and top_p not both.
+    - Google's OpenAI-compatible endpoint, gemini-2.5-pro: logprobs are not enabled."""
+    model = str(body.get("model", ""))
+    if model.startswith(("gpt-5", "o1", "o3", "o4")):
+        for name in ("max_tokens", "top_p", "presence_penalty", "logprobs", "top_logprobs"):
+            if name in body:
+                hint = " Use 'max_completion_tokens' instead." if name == "max_tokens" else ""
+                return _openai_400(f"Unsupported parameter: '{name}' is not supported with this model.{hint}",
+                                   name, "unsupported_parameter")
+        if body.get("temperature", 1) != 1:
+            return _openai_400(f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                               "model. Only the default (1) value is supported.", "temperature", "unsupported_value")
+    if model.startswith("claude") and "temperature" in body and "top_p" in body:
+        return 400, {"type": "error", "error": {"type": "invalid_request_error", "message":
+                     "`temperature` and `top_p` cannot both be specified for this model. Please use only one."}}
+    if model.startswith("gemini-2.5") and body.get("logprobs"):
+        return 400, [{"error": {"code": 400, "message": f"Logprobs is not enabled for models/{model}",
+                                "status": "INVALID_ARGUMENT"}}]
+    return None
+
+
 class Stub:
-    def __init__(self, answer: Answer):
+    def __init__(self, answer: Answer, vendor_rules: bool = False):
         self.answer = answer
+        self.vendor_rules = vendor_rules
         self.requests: list[dict] = []
+        self.rejected: list[dict] = []   # the requests vendor_rules answered with a 400
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):   # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 stub.requests.append(body)
-                status, reply, *extra = stub.answer(body, self.headers)   # case-insensitive .get
+                refusal = vendor_error(body) if stub.vendor_rules else None
+                if refusal:
+                    stub.rejected.append(body)
+                status, reply, *extra = refusal or stub.answer(body, self.headers)   # case-insensitive .get
                 data = json.dumps(reply).encode()
                 self.send_response(status)
                 for name, value in (extra[0] if extra else {}).items():   # (status, body, headers)

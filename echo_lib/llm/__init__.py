@@ -50,7 +50,8 @@ def load_llm(cfg: "RunConfig", name: str, *, settings: LLMSettings | None = None
                             local=spec.source in ("embedded", "local"), settings=settings, readout=spec.readout)
     else:
         from echo_lib.llm.openai_backend import OpenAIBackend
-        backend = OpenAIBackend(name, spec.id, spec.base_url, spec.api_key_env, settings=settings)
+        backend = OpenAIBackend(name, spec.id, spec.base_url, spec.api_key_env, settings=settings,
+                                request_rules=spec.request_rules)
     provenance = cfg.run_dir / "llm_provenance.jsonl" if settings.provenance else None
     return make_llm(backend, settings, settings.resolved_cache_dir(cfg.results_dir), provenance)
 

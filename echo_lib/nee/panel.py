@@ -14,6 +14,10 @@ How a judge answers (`nee.mode`):
   (seed + judge index), read by a strict parser; an unusable answer is asked again with a new seed
   (`nee.retries`), then the rating is missing (recorded, counted, left out of the means).
 - auto: choose, and JSON mode for a server that returns no log-probabilities.
+
+A judge whose answers are missing beyond `nee.max_missing_share` (a server that rejects every request,
+answers that never parse) stops the stage (MissingAnswers, check_missing): a panel that silently loses a
+judge is not the panel the config names. Below that share the missing ratings are warned about and counted.
 """
 from __future__ import annotations
 
@@ -121,6 +125,28 @@ class Asker:
             log.warning("NEE judge %s: no usable answer after %d tries: %s", self.llm.name, 1 + self.p.retries, errors[i])
             out[i] = Answer(None, None, "json", error=errors[i])
         return out
+
+
+class MissingAnswers(RuntimeError):
+    """A judge with more answers missing than nee.max_missing_share allows."""
+
+
+def check_missing(judge: str, answers: list[Answer], budget: float, what: str) -> None:
+    """Raise MissingAnswers when more than `budget` (a share) of one judge's answers are missing, naming the
+    judge, the count and the first error (the server's message); below it, one warning with the same."""
+    failed = [a for a in answers if a.level is None]
+    if not failed:
+        return
+    share = len(failed) / len(answers)
+    summary = f"NEE judge {judge}: {len(failed)} of {len(answers)} {what} missing ({share:.0%})"
+    first = (failed[0].error or "no error recorded")[:600]
+    if share > budget:
+        raise MissingAnswers(
+            f"{summary}, more than nee.max_missing_share {budget}; first error: {first}. Fix what the error names "
+            "(the model's request_rules, its API key or base_url in the config), or raise nee.max_missing_share "
+            "to accept the loss")
+    log.warning("%s, within nee.max_missing_share %s; they are left out of the means. First error: %s",
+                summary, budget, first)
 
 
 def expected_level(probs: dict[str, float]) -> float:

@@ -25,4 +25,5 @@ class NEEParams:
     retries: int = 2                # JSON mode: asks again (new seed) after an unusable answer
     temperature: float = 0.7        # JSON mode sampling; judge j draws with seed + j
     json_max_new_tokens: int = 64   # JSON mode: the answer is one small object
+    max_missing_share: float = 0.1  # a judge with more of its ratings (or A/B verdicts) missing fails the stage
     blind_terms: list[str] = field(default_factory=lambda: list(BLIND_TERMS))

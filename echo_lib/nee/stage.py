@@ -9,7 +9,8 @@
     order.json      every judge's presentation order (reversible) and the compared pairs
     provenance.json config hash, seed, judges, answer modes, model calls, packages, commit
 
-Every model call goes through the model layer's cache, so a rerun makes no new calls.
+Every model call goes through the model layer's cache, so a rerun makes no new calls. A judge with more
+than nee.max_missing_share of its ratings (or A/B verdicts) missing stops the stage (panel.check_missing).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from echo_lib.nee.agreement import krippendorff_alpha
 from echo_lib.nee.blinding import Blinder, Transcript, read_model_transcripts
 from echo_lib.nee.dimensions import DIMENSIONS, KEYS, LEVELS
 from echo_lib.nee.order import record, shuffled
-from echo_lib.nee.panel import Asker, Judge, expected_level, first_wins, make_panel
+from echo_lib.nee.panel import Asker, Judge, check_missing, expected_level, first_wins, make_panel
 from echo_lib.nee.prompts import pairwise_prompt, parse_score, parse_winner, rating_prompt
 from echo_lib.nee.scores import dimension_table, position_bias, read_epmq, summary_table
 from echo_lib.provenance import provenance, write_json, write_text
@@ -83,6 +84,7 @@ def rate(judge: Judge, asker: Asker, items: list[Transcript], blind: Blinder, se
         return [blind.check(rating_prompt(judge.variant, t, f"Conversation {pos + 1}", dim, json_mode))
                 for pos, t, dim in todo]
     answers = asker.ask(make, list(LEVELS), judge.seed, parse_score, expected_level)
+    check_missing(judge.label, answers, asker.p.max_missing_share, "ratings")   # never a silently lost judge
     rows = [{"model": t.model, "case_id": t.case_id, "judge": judge.label, "judge_model": judge.model,
              "prompt_variant": judge.variant + 1, "dimension": dim.key, "score": a.value, "level": a.level,
              "coverage": a.coverage, "mode": a.mode, "position": pos, "error": a.error}
@@ -98,6 +100,7 @@ def compare(judge: Judge, asker: Asker, pairs: list[tuple[Transcript, Transcript
         return [blind.check(pairwise_prompt(judge.variant, *((m, r) if o == "model_first" else (r, m)), json_mode))
                 for m, r, o in todo]
     answers = asker.ask(make, ["A", "B"], judge.seed, parse_winner, first_wins)
+    check_missing(judge.label, answers, asker.p.max_missing_share, "A/B verdicts")
     rows = []
     for (m, r, o), a in zip(todo, answers):
         first, second = (m, r) if o == "model_first" else (r, m)
@@ -212,7 +215,8 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
     write_json(out / "order.json", order_json)
     write_json(out / "provenance.json", provenance(
         cfg, stage="06_nee", judges=[j.label for j in panel], judge_models={
-            n: {"backend": cfg.models[n].backend, "id": cfg.models[n].id} for n in cfg.roles.nee_judges},
+            n: {"backend": cfg.models[n].backend, "id": cfg.models[n].id, "request_rules": cfg.models[n].request_rules}
+            for n in cfg.roles.nee_judges},
         answer_modes={n: a.mode for n, a in askers.items()}, nee=dataclasses.asdict(p), model_calls=calls,
         score="expected level sum_k k*p_k (choose) or the JSON level; NEE = (mean - 1) / 4 * 100",
         composite="w * min(EPM-Q, 100) + (1 - w) * NEE: this package's choice (METHOD.md 7.3)", notes=notes))
