@@ -72,6 +72,14 @@ def adapter_files(folder):
     return [f"{folder}/adapter_model.safetensors", f"{folder}/adapter_config.json"]
 
 
+def policy_files(variant):
+    """What stage 03 leaves of a variant: its LoRA adapter, or (policy.finetune full) the whole model, named by
+    its config.json (a sharded checkpoint has no fixed file list)."""
+    if config["policy"]["finetune"] == "full":
+        return [f"{RUN}/policy/{variant}/model/config.json"]
+    return adapter_files(f"{RUN}/policy/{variant}/adapter")
+
+
 def trained_judge(wildcards=None):
     """With judges.train.enabled, rule judges trains the tiny judge's adapter: whoever may ask that judge waits."""
     return [f"{RUN}/judges/sensitivity.json"] if config["judges"]["train"]["enabled"] else []
@@ -302,7 +310,7 @@ rule policy:
         figure=report(f"{RUN}/policy/{{variant}}/training.png", caption="report/policy_training.rst", category="Policy RL"),
         hacking=report(f"{RUN}/policy/{{variant}}/hacking.png", caption="report/policy_hacking.rst", category="Policy RL"),
         progress=report(f"{RUN}/policy/{{variant}}/progress.png", caption="report/policy_progress.rst", category="Policy RL"),
-        adapter=adapter_files(f"{RUN}/policy/{{variant}}/adapter"),
+        weights=policy_files("{variant}"),
         nb=f"{NB}/03_policy_rl_{{variant}}.ipynb",
     wildcard_constraints:
         variant="|".join(VARIANTS) or "echo",
@@ -327,7 +335,7 @@ rule policy:
 
 def tested_adapter(wildcards):
     """A trained policy variant is tested once stage 03 has written its adapter."""
-    return adapter_files(f"{RUN}/policy/{wildcards.model}/adapter") if wildcards.model in VARIANTS else []
+    return policy_files(wildcards.model) if wildcards.model in VARIANTS else []
 
 
 rule judges:

@@ -64,6 +64,8 @@ class ModelSpec:
     base_url: str | None
     api_key_env: str | None
     readout: str | None = None     # read-out heads that answer choose from a hidden layer (echo_lib.llm.readout)
+    gradient_checkpointing: bool = False   # training recomputes activations (echo_lib.finetune)
+    attn_implementation: str | None = None  # transformers' attention kernel; null: its default (sdpa)
     request_rules: dict | None = None   # backend openai: what its endpoint accepts (openai_backend.RequestRules)
 
 
@@ -253,9 +255,11 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return f"key '{where}' has value {value}; allowed: {allowed}" + (f" ({hint})" if hint else "")
 
 
-def policy_adapter_dir(cfg: Mapping[str, Any], variant: str) -> str:
-    """Where stage 03 writes a variant's LoRA adapter (the file contract policy/<variant>/adapter/)."""
-    return f"{cfg['results_dir']}/{cfg['run_name']}/policy/{variant}/adapter"
+def policy_weights_dir(cfg: Mapping[str, Any], variant: str) -> str:
+    """Where stage 03 writes a variant's weights (the file contract): policy/<variant>/adapter/, its LoRA
+    adapter, or policy/<variant>/model/, the whole model, with policy.finetune full."""
+    folder = "model" if cfg["policy"]["finetune"] == "full" else "adapter"
+    return f"{cfg['results_dir']}/{cfg['run_name']}/policy/{variant}/{folder}"
 
 
 def _add_policy_models(cfg: dict) -> list[str]:
@@ -267,7 +271,9 @@ def _add_policy_models(cfg: dict) -> list[str]:
         return []   # no trainable policy: the cross-reference check names any use of a variant; stage 03 says why
     problems = []
     for variant in cfg["policy"]["variants"]:
-        derived = {**base, "adapter": policy_adapter_dir(cfg, variant)}
+        weights = policy_weights_dir(cfg, variant)
+        derived = ({**base, "source": "local", "id": weights, "revision": None, "adapter": None}
+                   if cfg["policy"]["finetune"] == "full" else {**base, "adapter": weights})
         if variant in cfg["models"] and cfg["models"][variant] != derived:
             problems.append(f"key 'models.{variant}' names a model, but {variant!r} is reserved for the RL variant "
                             f"of policy.variants (roles.policy + its trained adapter); rename that model")
@@ -391,6 +397,11 @@ def _run_problems(cfg: dict) -> list[str]:
         problems.append(f"key 'policy.openings' is {policy['openings']} but 'policy.anchor' is reference: an authored "
                         "opening has no stage-01 reference reply to anchor echo's Empathy reward; use anchor: "
                         "policy_median or openings: 1")
+    policy_spec = cfg["models"].get(cfg["roles"]["policy"]) or {}
+    if policy["finetune"] == "full" and policy_spec.get("load_in_4bit"):
+        problems.append(f"key 'policy.finetune' is full but 'models.{cfg['roles']['policy']}.load_in_4bit' is true: "
+                        "4-bit weights cannot be trained; set load_in_4bit: false (full fine-tuning runs under "
+                        "DeepSpeed ZeRO-3), or finetune: lora for QLoRA")
     accelerate = policy["accelerate_config"]
     if policy["launcher"] == "accelerate" and not accelerate:
         problems.append("key 'policy.accelerate_config' is null but 'policy.launcher' is accelerate; name an "

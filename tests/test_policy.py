@@ -312,7 +312,7 @@ def test_each_variant_filters_with_its_own_reward_unless_told_otherwise(tmp_path
 def test_scale_rewards_reaches_grpo_config(tmp_path):
     from echo_lib.policy.params import PolicyGRPO, PolicyParams
     from echo_lib.policy.train import grpo_config
-    cfg = grpo_config(PolicyParams(grpo=PolicyGRPO(scale_rewards="none")), tmp_path, 0, use_cpu=True)
+    cfg = grpo_config(PolicyParams(grpo=PolicyGRPO(scale_rewards="none")), tmp_path, 0)
     assert cfg.scale_rewards == "none"
 
 

@@ -24,7 +24,8 @@ CORPUS = [
 ]
 
 
-def build_tiny_lm(out_dir: str | Path, seed: int = 0, vocab_size: int = 300) -> Path:
+def build_tiny_lm(out_dir: str | Path, seed: int = 0, vocab_size: int = 300, hidden_size: int = 32) -> Path:
+    """hidden_size 64 for 4-bit NF4 stand-ins: bitsandbytes' CPU 4-bit kernel needs layers >= 64 wide."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -44,7 +45,7 @@ def build_tiny_lm(out_dir: str | Path, seed: int = 0, vocab_size: int = 300) -> 
 
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(hf_tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        vocab_size=len(hf_tok), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
         bos_token_id=hf_tok.bos_token_id, eos_token_id=hf_tok.eos_token_id,
         pad_token_id=hf_tok.pad_token_id, tie_word_embeddings=True)

@@ -48,7 +48,7 @@ def control_items(n: int, seed: int, split: str) -> list[dict]:
 
 def genrm_control(cfg, params: GenRMControlParams, out_dir: str | Path) -> dict:
     """Train the control (and its label-shuffle twin) with stage 02's code; held-out accuracy of both."""
-    from echo_lib.model_setup import weights_path
+    from echo_lib.finetune import TrainBase
     from echo_lib.rewards.data import examples, shuffled_labels
     from echo_lib.rewards.evaluate import evaluate
     from echo_lib.rewards.params import SFTParams
@@ -67,8 +67,8 @@ def genrm_control(cfg, params: GenRMControlParams, out_dir: str | Path) -> dict:
                     "decision": rm.decision, "n_train": len(train), "n_test": len(test)}
     for name, items in (("genrm", train), ("genrm_shuffled", shuffled_labels(train, "humanlike", cfg.seed))):
         exs = examples(items, "humanlike", rm.target_field_words, context_free=True, decision=rm.decision)
-        trained = train_reward_model(weights_path(cfg, spec), "humanlike", exs, rm_params, out_dir / name,
-                                     seed=cfg.seed, use_cpu=spec.device == "cpu", dtype=spec.dtype)
+        trained = train_reward_model(TrainBase.of(cfg, spec), "humanlike", exs, rm_params, out_dir / name,
+                                     seed=cfg.seed)
         m, _ = evaluate(rm_llm(cfg, out_dir / name / "adapter"), test, "humanlike", rm.eval.max_new_tokens,
                         context_free=True, decision=rm.decision)
         result[name] = {"accuracy": m["accuracy"], "accuracy_ci": m["accuracy_ci"],

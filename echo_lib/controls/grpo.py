@@ -110,7 +110,7 @@ def grpo_control(base_dir: str | Path, params: GRPOControlParams = GRPOControlPa
         torch.set_num_threads(params.torch_threads)
     try:
         result = train_policy(base_dir, grpo_rows(prompts, chats), [EndsWithQuestion(rollouts)], rollouts, pp,
-                              out_dir, seed=seed, use_cpu=True)
+                              out_dir, seed=seed)
     finally:
         torch.set_num_threads(threads)
     rewards = [float(r["reward"]) for r in result.rows if r.get("reward") is not None]

@@ -96,7 +96,7 @@ def examples(items: Sequence[SensitivityItem], bank: dict[str, list[str]], bank_
 
 def train_judge(cfg, items: Sequence[SensitivityItem], out_dir: str | Path):
     """SFT the judge adapter of judges.train on the dev items; writes out_dir/adapter and out_dir/train_log.csv."""
-    from echo_lib.model_setup import weights_path
+    from echo_lib.finetune import TrainBase
     from echo_lib.rewards.params import SFTParams
     from echo_lib.rewards.train import train_reward_model
     from echo_lib.synthesis.contrasts import load_bank
@@ -112,6 +112,5 @@ def train_judge(cfg, items: Sequence[SensitivityItem], out_dir: str | Path):
                                                max_length=t.max_length),
                                  grpo=dataclasses.replace(rm.grpo, steps=0), decision="verdict_first")
     spec = cfg.models[t.base]
-    result = train_reward_model(weights_path(cfg, spec), "judge", exs, params, out_dir, seed=cfg.seed,
-                                use_cpu=spec.device == "cpu", dtype=spec.dtype)
+    result = train_reward_model(TrainBase.of(cfg, spec), "judge", exs, params, out_dir, seed=cfg.seed)
     return result, len(exs)

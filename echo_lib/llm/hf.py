@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -128,16 +129,17 @@ class HFBackend:
                 load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=getattr(torch, self.dtype))
         if self.device == "auto":
             kwargs["device_map"] = "auto"
-        model = AutoModelForCausalLM.from_pretrained(self.weights, **kwargs)
-        if self.device == "cuda":
-            model = model.to("cuda")
-        if self.adapter:
-            from peft import PeftModel
-            if not Path(self.adapter, "adapter_config.json").exists():
-                raise LLMError(f"model {self.name!r}: adapter folder {self.adapter} has no adapter_config.json")
-            model = PeftModel.from_pretrained(model, self.adapter)
-            if not self.load_in_4bit:
-                model = model.merge_and_unload()  # plain weights again: no LoRA matmuls per token
+        with outside_zero3():   # a frozen model (a reward model inside a ZeRO-3 policy run) loads whole
+            model = AutoModelForCausalLM.from_pretrained(self.weights, **kwargs)
+            if self.device == "cuda":
+                model = model.to("cuda")
+            if self.adapter:
+                from peft import PeftModel
+                if not Path(self.adapter, "adapter_config.json").exists():
+                    raise LLMError(f"model {self.name!r}: adapter folder {self.adapter} has no adapter_config.json")
+                model = PeftModel.from_pretrained(model, self.adapter)
+                if not self.load_in_4bit:
+                    model = model.merge_and_unload()  # plain weights again: no LoRA matmuls per token
         model.eval()
         if self.settings.packed_weights and self.device == "cpu":
             self.packed_layers = pack_linears(model)  # float32 decode steps ~10 % faster (see llm.packed)
@@ -450,6 +452,25 @@ class HFBackend:
         for i in range(len(chats)):
             args = {q.name: values[q.chat_index, q.name] for q in queries if q.chat_index == i}
             yield i, ToolCall(name=picks[i].best, arguments=args, probs=picks[i].probs)
+
+
+@contextmanager
+def outside_zero3() -> Iterator[None]:
+    """Load a frozen model whole, even inside a ZeRO-3 training process. A reward model or a judge is
+    never trained: partitioned by zero.Init it cannot merge its adapter (shape-0 tensors), and a
+    device_map is refused under ZeRO-3. transformers keeps the active DeepSpeed config in a module
+    global (integrations.deepspeed, capped version in pyproject.toml); it is hidden for the load."""
+    try:
+        from transformers.integrations import deepspeed as hf_ds
+    except ImportError:
+        yield
+        return
+    ref = hf_ds._hf_deepspeed_config_weak_ref
+    hf_ds._hf_deepspeed_config_weak_ref = None
+    try:
+        yield
+    finally:
+        hf_ds._hf_deepspeed_config_weak_ref = ref
 
 
 def _runs(ids: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(json.loads(path.read_text()) if path.suffix == ".json" else path)
     prompts, _, _ = stage.rl_data(cfg, args.variant)
     result = stage.train_here(cfg, args.variant, prompts)
-    print(f"{result.steps} steps in {result.seconds:.0f} s -> {result.adapter_dir}")
+    print(f"{result.steps} steps in {result.seconds:.0f} s -> {result.adapter_dir} "
+          f"(weights sharded by ZeRO-3 at load: {result.sharded_at_load})", flush=True)
     return 0
 
 

@@ -75,5 +75,6 @@ class PolicyParams:
     grpo: PolicyGRPO = field(default_factory=PolicyGRPO)
     hard_filter: HardFilter = field(default_factory=HardFilter)
     winrate: WinRate = field(default_factory=WinRate)
+    finetune: str = "lora"          # lora: an adapter on the frozen base; full: every parameter (ZeRO-3 at paper scale)
     launcher: str = "inprocess"     # inprocess: train inside the notebook; accelerate: `accelerate launch` it
     accelerate_config: str | None = None   # launcher accelerate: the accelerate config file (DeepSpeed ZeRO-3)

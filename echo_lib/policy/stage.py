@@ -3,7 +3,8 @@
     results/<run>/policy/data/<variant>/{train,heldout}.jsonl   the RL prompts after the variant's hard filter
                                                       (policy/data/ itself when the prompts are shared)
     results/<run>/policy/data/<variant>/filter.json   what the hard filter kept and dropped, and why
-    results/<run>/policy/<variant>/adapter/           the trained LoRA adapter (the sandbox's model <variant>)
+    results/<run>/policy/<variant>/adapter/           the trained LoRA adapter (the sandbox's model <variant>);
+                                                      model/ instead with policy.finetune full
     results/<run>/policy/<variant>/train_log.csv      per step: reward, KL, entropy and the monitors
     results/<run>/policy/<variant>/winrate.csv        the variant against the base, per judge
     results/<run>/policy/<variant>/winrate_rows.jsonl every judgment with the two replies
@@ -37,7 +38,6 @@ from echo_lib.policy.winrate import (judge_independent, judge_with_rm, judge_wit
 class PolicyPaths:
     dir: Path
 
-    adapter = property(lambda self: self.dir / "adapter")
     train_log = property(lambda self: self.dir / "train_log.csv")
     metrics = property(lambda self: self.dir / "metrics.json")
     winrate = property(lambda self: self.dir / "winrate.csv")
@@ -243,29 +243,32 @@ def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
         return train_here(cfg, variant, prompts)
     import time
 
+    from echo_lib.finetune import check_saved
     from echo_lib.policy.launch import run_accelerate
-    from echo_lib.policy.train import read_log
+    from echo_lib.policy.train import read_log, saved_dir
     paths = policy_paths(cfg, variant)
     t0 = time.perf_counter()
     run_accelerate(cfg, variant, paths.dir)
     rows = read_log(paths.train_log)
-    return PolicyTrainResult(str(paths.adapter), rows, time.perf_counter() - t0, len(rows))
+    saved = saved_dir(cfg.policy, paths.dir)
+    check_saved(saved)    # the launched run's weights, read back here too
+    return PolicyTrainResult(str(saved), rows, time.perf_counter() - t0, len(rows))
 
 
 def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
-    from echo_lib.model_setup import weights_path
+    from echo_lib.finetune import TrainBase
+    from echo_lib.policy.vllm import check_vllm
     spec = cfg.models[cfg.roles.policy]
     if spec.backend != "hf":
         raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; stage 03 trains the "
                          "policy with TRL, so roles.policy must name an hf-backend model")
+    check_vllm(cfg.policy.grpo, spec, cfg.policy)   # vLLM rollouts: refused combinations, the gpu extra
     rollouts = RolloutLog()
     funcs = variant_rewards(variant, ordered(cfg, reward_models(cfg, needed_kinds(variant))),
                             cfg.policy.grpo.format_penalty, rollouts)
     rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
-    return train_policy(weights_path(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
-                        seed=cfg.seed, use_cpu=spec.device == "cpu", dtype=spec.dtype,
-                        load_in_4bit=spec.load_in_4bit,
-                        device=spec.device if cfg.policy.launcher == "inprocess" else "cpu")
+    return train_policy(TrainBase.of(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
+                        seed=cfg.seed)
 
 
 def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict], dict]:

@@ -1,6 +1,8 @@
 """GRPO of the policy with TRL (METHOD.md 4.2 [DEFAULT]): LoRA on the frozen base, group-relative
 advantages over num_generations replies per prompt, PPO-clip (DAPO-style upper bound), a small KL to
 the reference (the base itself: with LoRA, TRL computes it with the adapter switched off).
+`policy.finetune: full` trains every parameter instead (Echo-N1's setting, under DeepSpeed ZeRO-3 at
+paper scale) and saves the whole model; the base loads as its model spec says (echo_lib.finetune).
 
 Only the policy's own tokens are trained: TRL computes log-probabilities for the completion positions
 alone (logits_to_keep) and masks everything after the end of turn; the history in the prompt, earlier
@@ -26,9 +28,11 @@ from echo_lib.policy.data import RLPrompt
 from echo_lib.policy.monitors import reply_monitors, signal_stats
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
+from echo_lib.policy.vllm import vllm_args
+from echo_lib.finetune import CPU_FLOAT32, TrainBase, load_for_training, precision_args, save_trained, sharded
 from echo_lib.progress import interactive
 from echo_lib.provenance import write_text
-from echo_lib.rewards.train import lora_config   # reads params.lora only
+from echo_lib.rewards.train import as_base, lora_config   # lora_config reads params.lora only
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +48,12 @@ TRL_KEYS = {"reward": "reward", "reward_std": "reward_std", "kl": "kl", "entropy
 
 @dataclass
 class PolicyTrainResult:
-    adapter_dir: str
+    adapter_dir: str          # what training saved: the LoRA adapter, or the whole model (finetune full)
     rows: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     steps: int = 0
     peak_rss_mb: float = 0.0
+    sharded_at_load: bool = False   # DeepSpeed ZeRO-3 partitioned the weights while they loaded
 
 
 def grpo_rows(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]]) -> list[dict]:
@@ -57,17 +62,21 @@ def grpo_rows(prompts: Sequence[RLPrompt], chats: Sequence[list[dict]]) -> list[
              "context": json.dumps(p.context, ensure_ascii=False)} for p, chat in zip(prompts, chats)]
 
 
-def grpo_config(params: PolicyParams, work_dir: Path, seed: int, use_cpu: bool):
+def saved_dir(params: PolicyParams, out_dir: str | Path) -> Path:
+    """Where training leaves its weights: out_dir/adapter/ (LoRA) or out_dir/model/ (full fine-tuning)."""
+    return Path(out_dir) / ("model" if params.finetune == "full" else "adapter")
+
+
+def grpo_config(params: PolicyParams, work_dir: Path, seed: int, base: TrainBase = CPU_FLOAT32):
+    """TRL's GRPOConfig; build it before the weights load (under ZeRO-3 it makes the load shard them)."""
     from trl import GRPOConfig
     g = params.grpo
-    vllm = dict(use_vllm=True, vllm_mode=g.vllm_mode) if g.use_vllm else {}
-    return GRPOConfig(**vllm,output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
+    return GRPOConfig(**vllm_args(g), output_dir=str(work_dir), max_steps=g.steps, learning_rate=g.learning_rate,
                       per_device_train_batch_size=g.prompts_per_step * g.num_generations,
                       gradient_accumulation_steps=g.gradient_accumulation_steps, num_generations=g.num_generations, max_completion_length=g.max_completion_length,
                       temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
                       epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards, lr_scheduler_type="constant", warmup_steps=0, seed=seed,
-                      data_seed=seed, use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
-                      report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
+                      data_seed=seed, **precision_args(base), report_to="none", save_strategy="no", dataloader_num_workers=0, logging_steps=1,
                       disable_tqdm=not interactive())   # the Monitor below logs every step in the DAG
 
 
@@ -117,59 +126,50 @@ def read_log(path: Path) -> list[dict]:
         return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in csv.DictReader(fh)]
 
 
-def load_policy(base: str | Path, dtype: str = "float32", load_in_4bit: bool = False, device: str = "cpu"):
-    """The policy base and tokenizer; 4-bit NF4 (QLoRA) on a GPU when the model spec asks for it.
-    device auto spreads the layers over the node's GPUs (one process); under accelerate, leave it to
-    accelerate (device cpu here means: no device_map)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(str(base))
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    kwargs = {"dtype": getattr(torch, dtype)}
-    if device != "cpu":
-        kwargs["device_map"] = device
-    if load_in_4bit:
-        from peft import prepare_model_for_kbit_training
-        from transformers import BitsAndBytesConfig
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                           bnb_4bit_compute_dtype=getattr(torch, dtype))
-        model = prepare_model_for_kbit_training(AutoModelForCausalLM.from_pretrained(str(base), **kwargs))
-    else:
-        model = AutoModelForCausalLM.from_pretrained(str(base), **kwargs)
-    return model, tok
+def load_policy(base: TrainBase | str | Path):
+    """The policy base and tokenizer as the model spec says (finetune.load_for_training)."""
+    return load_for_training(as_base(base))
 
 
 def make_trainer(model, tok, rows: list[dict], reward_funcs: list, params: PolicyParams, work_dir: Path,
-                 seed: int, use_cpu: bool = True, callbacks: Sequence = ()):
+                 seed: int, callbacks: Sequence = (), args=None):
+    """TRL's GRPOTrainer on `rows`: a LoRA adapter on the frozen `model`, or all of its parameters
+    (finetune full). `args` (grpo_config) default to a float32 CPU run."""
     from datasets import Dataset
     from trl import GRPOTrainer
     need = params.grpo.prompts_per_step
     if len(rows) < need:
         raise ValueError(f"GRPO needs at least policy.grpo.prompts_per_step={need} prompts, got {len(rows)}; "
                          "lower it, raise policy.max_prompts, or turn off policy.hard_filter")
-    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_config(params, work_dir, seed, use_cpu),
+    peft_config = lora_config(params, model.config.num_hidden_layers) if params.finetune == "lora" else None
+    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args or grpo_config(params, work_dir, seed),
                        train_dataset=Dataset.from_list(rows), processing_class=tok,
-                       peft_config=lora_config(params, model.config.num_hidden_layers), callbacks=list(callbacks))
+                       peft_config=peft_config, callbacks=list(callbacks))
 
 
-def train_policy(base: str | Path, rows: list[dict], reward_funcs: list, rollouts: RolloutLog,
-                 params: PolicyParams, out_dir: str | Path, seed: int = 0, use_cpu: bool = True,
-                 dtype: str = "float32", load_in_4bit: bool = False, device: str = "cpu") -> PolicyTrainResult:
-    """GRPO on `rows` (grpo_rows); writes out_dir/adapter/ and out_dir/train_log.csv."""
+def train_policy(base: TrainBase | str | Path, rows: list[dict], reward_funcs: list, rollouts: RolloutLog,
+                 params: PolicyParams, out_dir: str | Path, seed: int = 0) -> PolicyTrainResult:
+    """GRPO on `rows` (grpo_rows), on the base as its spec says (a bare folder: float32 on the CPU);
+    writes out_dir/adapter/ (or out_dir/model/ with finetune full) and out_dir/train_log.csv."""
     import tempfile
 
     from transformers import PrinterCallback
-    out_dir = Path(out_dir)
-    result = PolicyTrainResult(adapter_dir=str(out_dir / "adapter"))
+    base, out_dir = as_base(base), Path(out_dir)
+    if params.finetune == "full" and base.load_in_4bit:
+        raise ValueError("policy.finetune is full, but the policy model has load_in_4bit: 4-bit weights cannot be "
+                         "trained; set load_in_4bit: false on the policy model (full fine-tuning runs under "
+                         "DeepSpeed ZeRO-3), or policy.finetune: lora for QLoRA")
+    result = PolicyTrainResult(adapter_dir=str(saved_dir(params, out_dir)))
     t0 = time.perf_counter()
-    model, tok = load_policy(base, dtype, load_in_4bit, device)
     with tempfile.TemporaryDirectory(prefix="policy-grpo-") as work:   # TRL wants an output_dir; nothing is kept
+        args = grpo_config(params, Path(work), seed, base)   # before the load: ZeRO-3 shards while loading
+        model, tok = load_for_training(base)
+        result.sharded_at_load = sharded(model)
         cb = monitor_callback(rollouts, out_dir / "train_log.csv", result.rows)
-        trainer = make_trainer(model, tok, rows, reward_funcs, params, Path(work), seed, use_cpu, [cb])
+        trainer = make_trainer(model, tok, rows, reward_funcs, params, Path(work), seed, [cb], args)
         trainer.remove_callback(PrinterCallback)   # the Monitor logs one readable line per step instead
         trainer.train()
-        trainer.model.save_pretrained(result.adapter_dir)
+        save_trained(trainer, result.adapter_dir)   # gathered under ZeRO-3, read back: an empty save fails here
         result.steps = trainer.state.global_step
     result.seconds = time.perf_counter() - t0
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

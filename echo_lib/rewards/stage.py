@@ -137,13 +137,12 @@ def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
 
 def train_on(cfg, kind: str, train_items: list[dict], out_dir: str | Path, steps: int | None = None) -> TrainResult:
     """Stage 02's recipe on the given items (the kind's own SFT steps unless `steps`): out_dir/adapter/."""
-    from echo_lib.model_setup import weights_path
+    from echo_lib.finetune import TrainBase
     p = cfg.reward_models
     p = dataclasses.replace(p, sft=dataclasses.replace(p.sft, steps=steps or p.sft.steps_for(kind)))
     spec = rm_spec(cfg)
     exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
-    return train_reward_model(weights_path(cfg, spec), kind, exs, p, out_dir, seed=cfg.seed,
-                              judge=process_judge(cfg), use_cpu=spec.device == "cpu", dtype=spec.dtype)
+    return train_reward_model(TrainBase.of(cfg, spec), kind, exs, p, out_dir, seed=cfg.seed, judge=process_judge(cfg))
 
 
 def calibrate(cfg, kind: str, shuffled: bool = False) -> dict | None:

@@ -7,8 +7,9 @@
                 rewarded for correct + process_weight * process + format_weight * format (rm_rewards.py).
 
 Both stages train one LoRA adapter on the frozen base; GRPO continues the SFT adapter in memory.
-The CPU flags are the ones PLATFORM.md 4 measured (bf16 defaults to True even on CPU, gradient
-checkpointing only slows a 135M model down). TRL's own log history becomes train_log.csv.
+The base loads as its model spec says (echo_lib.finetune: float32 on CPU at tiny scale, 4-bit NF4 with
+bf16 on GPUs for QLoRA at paper scale), and the trainers' precision and gradient checkpointing follow
+the same spec. TRL's own log history becomes train_log.csv.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from echo_lib.finetune import CPU_FLOAT32, TrainBase, load_for_training, precision_args, save_trained
 from echo_lib.rewards.data import Example, grpo_rows, sft_rows
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.rewards.rm_rewards import rm_reward_funcs
@@ -42,9 +44,10 @@ class TrainResult:
     peak_rss_mb: float = 0.0
 
 
-def cpu_flags(use_cpu: bool) -> dict[str, Any]:
-    return dict(use_cpu=use_cpu, bf16=False, fp16=False, activation_checkpointing=False,
-                gradient_checkpointing=False, report_to="none", save_strategy="no",
+def trainer_flags(base: TrainBase) -> dict[str, Any]:
+    """Arguments both trainers share: precision and checkpointing from the model spec; no checkpoints,
+    no reporting services, a log entry every step."""
+    return dict(**precision_args(base), report_to="none", save_strategy="no",
                 dataloader_num_workers=0, logging_steps=1, disable_tqdm=not interactive())
 
 
@@ -62,14 +65,13 @@ def lora_config(params: RewardModelParams, num_layers: int | None = None):
                       layers_to_transform=layers, task_type="CAUSAL_LM")
 
 
-def load_base(base: str | Path, dtype: str = "float32"):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(str(base))
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=getattr(torch, dtype))
-    return model, tok
+def as_base(base: TrainBase | str | Path) -> TrainBase:
+    """A TrainBase, or a checkpoint folder loaded as float32 on the CPU (the tests' tiny models)."""
+    return base if isinstance(base, TrainBase) else TrainBase(str(base))
+
+
+def load_base(base: TrainBase | str | Path):
+    return load_for_training(as_base(base))
 
 
 def target_nll(model, inputs: dict, num_items_in_batch=None):
@@ -102,16 +104,22 @@ def sft_trainer_class():
     return TargetLossSFTTrainer
 
 
-def sft_stage(model, tok, exs: Sequence[Example], params: RewardModelParams, work_dir: Path, seed: int,
-              use_cpu: bool = True, peft_config=None):
-    """Supervised warm start; `model` is a PeftModel, or the base with `peft_config`. Returns the trainer."""
-    from datasets import Dataset
+def sft_args(params: RewardModelParams, work_dir: Path, seed: int, base: TrainBase = CPU_FLOAT32):
     from trl import SFTConfig
     p = params.sft
-    check_lengths(tok, exs, p.max_length)
-    args = SFTConfig(output_dir=str(work_dir / "sft"), max_steps=p.steps, learning_rate=p.learning_rate,
+    return SFTConfig(output_dir=str(work_dir / "sft"), max_steps=p.steps, learning_rate=p.learning_rate,
                      per_device_train_batch_size=p.batch_size, max_length=p.max_length, packing=False,
-                     lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **cpu_flags(use_cpu))
+                     lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **trainer_flags(base))
+
+
+def sft_stage(model, tok, exs: Sequence[Example], params: RewardModelParams, work_dir: Path, seed: int,
+              peft_config=None, args=None):
+    """Supervised warm start; `model` is a PeftModel, or the base with `peft_config`; `args` (sft_args)
+    default to a float32 CPU run. Returns the trainer."""
+    from datasets import Dataset
+    p = params.sft
+    check_lengths(tok, exs, p.max_length)
+    args = args or sft_args(params, work_dir, seed)
     trainer = sft_trainer_class()(model=model, args=args, train_dataset=Dataset.from_list(sft_rows(list(exs))),
                          processing_class=tok, peft_config=peft_config,
                          callbacks=[step_logger(__name__, p.steps)])
@@ -147,21 +155,29 @@ def check_completion_room(tok, exs: Sequence[Example], max_completion_length: in
                          f"to at least {need}, or shorten the targets (reward_models.target_field_words)")
 
 
+def grpo_args(params: RewardModelParams, reward_weights: list[float], work_dir: Path, seed: int,
+              base: TrainBase = CPU_FLOAT32):
+    from trl import GRPOConfig
+    p = params.grpo
+    return GRPOConfig(output_dir=str(work_dir / "grpo"), max_steps=p.steps, learning_rate=p.learning_rate,
+                      per_device_train_batch_size=p.prompts_per_step * p.num_generations,
+                      num_generations=p.num_generations, max_completion_length=p.max_completion_length,
+                      temperature=p.temperature, beta=p.beta, reward_weights=list(reward_weights),
+                      lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **trainer_flags(base))
+
+
 def grpo_stage(model, tok, exs: Sequence[Example], reward_funcs: list[Callable], reward_weights: list[float],
-               params: RewardModelParams, work_dir: Path, seed: int, use_cpu: bool = True, peft_config=None):
-    """GRPO on the reward model; `model` is the SFT PeftModel (or the base with `peft_config`)."""
+               params: RewardModelParams, work_dir: Path, seed: int, peft_config=None, args=None):
+    """GRPO on the reward model; `model` is the SFT PeftModel (or the base with `peft_config`); `args`
+    (grpo_args) default to a float32 CPU run."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
     p = params.grpo
     check_completion_room(tok, exs, p.max_completion_length)
     if len(exs) < p.prompts_per_step:
         raise ValueError(f"GRPO needs at least reward_models.grpo.prompts_per_step={p.prompts_per_step} training "
                          f"items, got {len(exs)}; lower it or make more data in stage 01")
-    args = GRPOConfig(output_dir=str(work_dir / "grpo"), max_steps=p.steps, learning_rate=p.learning_rate,
-                      per_device_train_batch_size=p.prompts_per_step * p.num_generations,
-                      num_generations=p.num_generations, max_completion_length=p.max_completion_length,
-                      temperature=p.temperature, beta=p.beta, reward_weights=list(reward_weights),
-                      lr_scheduler_type="constant", warmup_steps=0, seed=seed, data_seed=seed, **cpu_flags(use_cpu))
+    args = args or grpo_args(params, reward_weights, work_dir, seed)
     trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args,
                           train_dataset=Dataset.from_list(grpo_rows(list(exs))), processing_class=tok,
                           peft_config=peft_config)
@@ -169,10 +185,10 @@ def grpo_stage(model, tok, exs: Sequence[Example], reward_funcs: list[Callable],
     return trainer
 
 
-def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], params: RewardModelParams,
-                       out_dir: str | Path, seed: int = 0, judge=None, use_cpu: bool = True,
-                       dtype: str = "float32") -> TrainResult:
-    """SFT then GRPO on `exs`; writes out_dir/adapter/ and out_dir/train_log.csv."""
+def train_reward_model(base: TrainBase | str | Path, kind: str, exs: Sequence[Example], params: RewardModelParams,
+                       out_dir: str | Path, seed: int = 0, judge=None) -> TrainResult:
+    """SFT then GRPO on `exs`, on the base as its spec says (a bare folder: float32 on the CPU);
+    writes out_dir/adapter/ and out_dir/train_log.csv."""
     if params.sft.steps == 0 and params.grpo.steps == 0:
         raise ValueError("no training steps configured (reward_models.sft.steps and grpo.steps are both 0)")
     if params.decision == "verdict_first" and params.grpo.steps > 0:
@@ -181,32 +197,34 @@ def train_reward_model(base: str | Path, kind: str, exs: Sequence[Example], para
                          "decision: think_first for SFT + GRPO")
     out_dir = Path(out_dir)
     with tempfile.TemporaryDirectory(prefix="rm-trainer-") as work:  # TRL wants an output_dir; nothing is saved there
-        return _train(base, kind, exs, params, out_dir, Path(work), seed, judge, use_cpu, dtype)
+        return _train(as_base(base), kind, exs, params, out_dir, Path(work), seed, judge)
 
 
-def _train(base, kind, exs, params, out_dir: Path, work: Path, seed, judge, use_cpu, dtype) -> TrainResult:
+def _train(base: TrainBase, kind, exs, params, out_dir: Path, work: Path, seed, judge) -> TrainResult:
     result = TrainResult(adapter_dir=str(out_dir / "adapter"))
     t0 = time.perf_counter()
-    model, tok = load_base(base, dtype)
+    g = params.grpo
+    weights = [1.0, g.process_weight, g.format_weight, g.consistency_weight]
+    # the arguments before the weights: under DeepSpeed ZeRO-3 they make the load shard (finetune.py)
+    args = {"sft": sft_args(params, work, seed, base) if params.sft.steps > 0 else None,
+            "grpo": grpo_args(params, weights, work, seed, base) if params.grpo.steps > 0 else None}
+    model, tok = load_for_training(base)
     peft_config = lora_config(params, model.config.num_hidden_layers)
     if params.sft.steps > 0:
         t = time.perf_counter()
-        trainer = sft_stage(model, tok, exs, params, work, seed, use_cpu, peft_config)
+        trainer = sft_stage(model, tok, exs, params, work, seed, peft_config, args["sft"])
         result.seconds["sft"] = time.perf_counter() - t
         result.steps["sft"] = trainer.state.global_step
         result.log += log_rows("sft", trainer.state.log_history)
         model, peft_config = trainer.model, None
     if params.grpo.steps > 0:
-        g = params.grpo
         t = time.perf_counter()
-        weights = [1.0, g.process_weight, g.format_weight, g.consistency_weight]
         trainer = grpo_stage(model, tok, exs, rm_reward_funcs(kind, judge), weights,
-                             params, work, seed, use_cpu, peft_config)
+                             params, work, seed, peft_config, args["grpo"])
         result.seconds["grpo"] = time.perf_counter() - t
         result.steps["grpo"] = trainer.state.global_step
         result.log += log_rows("grpo", trainer.state.log_history)
-        model = trainer.model
-    model.save_pretrained(str(out_dir / "adapter"))
+    save_trained(trainer, out_dir / "adapter")   # the adapter; read back, so an empty one fails here
     result.seconds["total"] = time.perf_counter() - t0
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     write_log(result.log, out_dir / "train_log.csv")
