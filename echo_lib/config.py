@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import math
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,17 +166,25 @@ def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = strict_yaml.safe_load(path.read_text(encoding="utf-8")) or {}   # a key twice is an error
+    try:   # a regular file of a config's size; a folder, FIFO or device is refused unopened (strict_yaml)
+        data = strict_yaml.safe_load(strict_yaml.read_text(path))   # a key twice, an alias bomb: errors
+    except strict_yaml.FileRefused as err:
+        raise ConfigError(f"config file {path} {err.problem}; {err.fix}") from None
+    except OSError as err:
+        raise ConfigError(f"config file {path} cannot be read ({err.strerror or err}); "
+                          "make it a file you can read") from None
     except UnicodeDecodeError as err:
         raise ConfigError(f"config file {path} is not UTF-8 text (byte {err.start})") from None
     except yaml.YAMLError as err:   # one line: the file, the line and what PyYAML found there
         mark = getattr(err, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark is not None else ""
-        what = " ".join(str(getattr(err, "problem", None) or err).split())
+        what = " ".join(str(getattr(err, "problem", None) or err).split())[:300]
         raise ConfigError(f"config file {path}{where} is not valid YAML: {what}") from None
+    if data is None:   # an empty file: every key at its default
+        data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}")
+        raise ConfigError(f"config file {path} must hold a mapping of keys, not {type(data).__name__}; "
+                          "write `key: value` lines at the top level")
     return data
 
 
@@ -183,12 +192,18 @@ def validate(config: Mapping[str, Any], source: str = "config") -> dict:
     """Return a copy of `config` with schema defaults filled in; raise ConfigError on any problem."""
     schema = load_schema()
     filled = fill_defaults(copy.deepcopy(dict(config)), schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_explain(err) for err in errors]
+    # values no schema keyword catches (NaN, a 2**64, a date, a key that is not text) come first, alone:
+    # the schema check assumes JSON data
+    problems = _value_problems(filled)
+    if not problems:
+        errors = sorted(_Validator(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+        problems = [_explain(err) for err in errors]
+    problems += _backend_key_problems(filled, schema) if not problems else []   # before the derived copies
     problems += _add_policy_models(filled) if not problems else []
     problems += _add_trained_judge(filled) if not problems else []
     problems += _cross_reference_problems(filled) if not problems else []
+    from echo_lib.llm.secrets import config_problems   # credentials in base_url; a key pasted into api_key_env
+    problems = config_problems(filled, problems)        # is not shown (issue 38)
     if problems:
         raise ConfigError(f"invalid run configuration ({source}):\n  - " + "\n  - ".join(problems))
     return filled
@@ -231,26 +246,89 @@ def fill_defaults(instance: Any, schema: dict) -> Any:
     return instance
 
 
+# Numbers a run can use: finite, and whole numbers within int64 (numpy, torch and JSON readers take no more)
+# unless the schema bounds a key more tightly (seed: PYTHONHASHSEED's 0..4294967295).
+INT_MIN, INT_MAX = -2**63, 2**63 - 1
+_JSON_SCALARS = (str, bool, int, float, type(None))
+
+
+def _is_integer(_checker, value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)   # 2.0 is not an integer (jsonschema: it is)
+
+
+def _is_number(_checker, value: Any) -> bool:
+    return _is_integer(_checker, value) or (isinstance(value, float) and math.isfinite(value))   # no NaN, inf
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {"integer": _is_integer, "number": _is_number}))
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """A value as the message quotes it: JSON where it can be, never longer than `limit` characters."""
+    if isinstance(value, dict):
+        return "{...}"
+    if isinstance(value, (list, tuple)) and len(value) > 8:   # never dump a huge list to cut it short
+        value = [*value[:8], f"... ({len(value)} items)"]
+    elif isinstance(value, str) and len(value) > limit:
+        return json.dumps(value[:limit]) + f"... ({len(value)} characters)"
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _value_problems(value: Any, where: str = "") -> list[str]:
+    """Every value anywhere in the config that is not finite JSON data: NaN or infinity, an integer beyond
+    int64, a date, bytes or a set (what YAML or a Python caller can make), a key that is not text."""
+    key = where or "(top level)"
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            if not isinstance(k, str):
+                quoted = json.dumps(str(k) if not isinstance(k, (bool, type(None))) else json.dumps(k))[:42]
+                out.append(f"a key in {key} is {_show(k, 40)}, not text; write it in quotes ({quoted}:), or fix the "
+                           "indentation that made it a key")
+                continue
+            out += _value_problems(v, f"{where}.{k}" if where else k)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [p for i, v in enumerate(value) for p in _value_problems(v, f"{where}[{i}]")]
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"key '{key}' has value {value}; allowed: a finite number (YAML's .nan and .inf are no "
+                "value a run can use: write the number meant)"]
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        return [f"key '{key}' has value {_show(value, 40)}; allowed: a whole number within "
+                f"{INT_MIN}..{INT_MAX} (and the key's own range)"]
+    if not isinstance(value, _JSON_SCALARS):
+        return [f"key '{key}' has value {_show(str(value), 60)}, a {type(value).__name__}; allowed: text, a "
+                "number, true/false, null, a list or a mapping (quote a date or a time to keep it as text)"]
+    return []
+
+
 def _explain(err: jsonschema.ValidationError) -> str:
     where = ".".join(map(str, err.absolute_path)) or "(top level)"
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = sorted(err.schema.get("properties", {}))
-        unknown = sorted(set(err.instance) - set(allowed))
+        unknown = sorted(map(str, set(err.instance) - set(allowed)))
         return (f"unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
                 f"allowed keys: {', '.join(allowed)}")
     if err.validator == "required":
         return f"{where}: {err.message}"
-    value = json.dumps(err.instance) if not isinstance(err.instance, dict) else "{...}"
+    value = _show(err.instance)
+    types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
     allowed = {
         "enum": lambda: "one of " + ", ".join(map(json.dumps, err.validator_value)),
-        "type": lambda: f"a value of type {err.validator_value}",
+        "type": lambda: ("a whole number, written without a decimal point (2, not 2.0)"
+                         if isinstance(err.instance, float) and "integer" in types
+                         else f"a value of type {err.validator_value}"),
         "pattern": lambda: f"a string matching {err.validator_value}",
         "minimum": lambda: f"a number >= {err.validator_value}",
         "maximum": lambda: f"a number <= {err.validator_value}",
         "exclusiveMinimum": lambda: f"a number > {err.validator_value}",
         "minLength": lambda: "a non-empty string",
         "minProperties": lambda: f"at least {err.validator_value} entry",
-    }.get(err.validator, lambda: err.message)()
+    }.get(err.validator, lambda: err.message[:200])()
     hint = err.schema.get("description", "")
     return f"key '{where}' has value {value}; allowed: {allowed}" + (f" ({hint})" if hint else "")
 
@@ -311,6 +389,44 @@ def _add_trained_judge(cfg: dict) -> list[str]:
                 "judge (judges.train); rename that model"]
     cfg["models"][TRAINED_JUDGE] = derived
     return []
+
+
+# Model keys only one backend reads; set on a model of the other, they are ignored, while the run's records
+# (stage 04's result file, describe()) still name them: a served base model scored as its trained variant.
+HF_ONLY_KEYS = ("revision", "adapter", "readout", "dtype", "device", "load_in_4bit", "gradient_checkpointing",
+                "attn_implementation")
+OPENAI_ONLY_KEYS = ("base_url", "api_key_env")   # request_rules: _cross_reference_problems, its own message
+
+
+def _backend_key_problems(cfg: dict, schema: dict) -> list[str]:
+    """A model key that has no effect for the model's backend (or, revision, its source) is an error. The
+    schema fills every key with its default, so a key counts as set when its value is not that default: a
+    validated config (defaults filled) validates again unchanged, and `dtype: float32` on an openai model
+    changes nothing either way."""
+    defaults = {k: v.get("default") for k, v in
+                schema["properties"]["models"]["additionalProperties"]["properties"].items()}
+    problems = []
+    for name, spec in cfg["models"].items():
+        backend = spec["backend"]
+        ignored = HF_ONLY_KEYS if backend == "openai" else OPENAI_ONLY_KEYS
+        for key in ignored:
+            if spec.get(key, defaults.get(key)) == defaults.get(key):
+                continue
+            if backend == "openai":
+                why = ("backend openai sends requests to a server, which decides the weights, adapter, precision and "
+                       "device, while the run would still record this key, naming the served model as something it "
+                       "is not; remove it")
+                if key == "adapter":
+                    why += (" (serve the adapter under a model id of its own, e.g. vLLM --lora-modules, and give "
+                            f"that id as models.{name}.id)")
+            else:
+                why = "backend hf loads the weights in this process and sends no requests; remove it"
+            problems.append(f"key 'models.{name}.{key}' has value {_show(spec[key], 60)}, but {why}")
+        if backend == "hf" and spec["source"] != "hub" and spec.get("revision") is not None:
+            problems.append(f"key 'models.{name}.revision' has value {_show(spec['revision'], 60)}, but source "
+                            f"{spec['source']!r} has no revisions (only a hub download picks one); remove it, or "
+                            "use source hub")
+    return problems
 
 
 def _cross_reference_problems(cfg: dict) -> list[str]:

@@ -4,8 +4,9 @@
 
 Snakemake reads `--configfile` itself, before the Snakefile runs: a missing file is a Python traceback
 and a malformed one "Config file is not valid JSON or YAML" without the file or the line. echo-run reads
-each named file (or, with none, config/default.yaml) first, as the run will (a key given twice is an
-error too), and stops with one line naming the file and the line; when all of them read, it hands every
+each named file (or, with none, config/default.yaml) first, as the run will (a key given twice, an alias
+bomb, a folder, FIFO or device in place of the file are errors too; a FIFO or device is never opened), and
+stops with one line naming the file and the line; when all of them read, it hands every
 argument to snakemake unchanged. What the keys mean is checked by the Snakefile, as under plain snakemake.
 """
 from __future__ import annotations

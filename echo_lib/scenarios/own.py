@@ -25,8 +25,10 @@ def own_dir() -> Path:
 def load_own_file(path: str | Path) -> Scenario:
     """One own case, checked against the schema and the own set's house rules."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:   # a regular file of at most 1 MiB; a FIFO or device is refused unopened (it could block the stage)
+        text = strict_yaml.read_text(path)
+    except strict_yaml.FileRefused as err:
+        raise ScenarioError(str(path), "(file)", err.problem, err.fix) from None
     except UnicodeDecodeError as err:   # a ValueError, not an OSError: it used to stop the whole stage
         raise ScenarioError(str(path), "(file)", f"is not UTF-8 text (byte {err.start}: {err.reason})",
                             "save the file as UTF-8") from None
