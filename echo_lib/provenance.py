@@ -47,7 +47,8 @@ def provenance(cfg, **extra: Any) -> dict:
 
 
 def write_json(path: str | Path, data: Any) -> Path:
-    """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
+    """Write JSON atomically (temp file, synced, then renamed over `path`), so a killed run, a full disk or a
+    crash never leaves half a file: `path` holds the old content or the new, and no temp file stays."""
     path = Path(path)
     return _write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
@@ -62,13 +63,20 @@ def write_text(path: str | Path, text: str) -> Path:
     return _write_atomic(Path(path), text)
 
 
-def _write_atomic(path: Path, text: str) -> Path:
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Any binary file (e.g. an .npz archive built in memory), written atomically."""
+    return _write_atomic(Path(path), data)
+
+
+def _write_atomic(path: Path, text: str | bytes) -> Path:
     # UTF-8 whatever the locale: EMPA's cases are Chinese, and ensure_ascii=False keeps them readable.
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())   # on disk before the rename: a crash leaves the old file or the new, never an empty one
         os.chmod(tmp, umask_mode())   # mkstemp makes 0600; results are meant to be shared (cluster file systems)
         os.replace(tmp, path)
     except BaseException:

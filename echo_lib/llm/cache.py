@@ -8,6 +8,10 @@ whatever was replayed once stays the answer. A killed run leaves at most a stray
 write into that folder removes once it is an hour old. An entry that does not parse, has the wrong
 shape, or whose stored key does not match its name, counts as a miss and is overwritten; a folder where
 an entry belongs is a miss that is named and left alone (the answer is then not cached).
+A cache that cannot be written (a full disk, a read-only or foreign folder, a file where a folder belongs)
+never fails a call: the first failed write warns once, naming the folder and the fix, and the answers are
+returned uncached (a rerun computes them again). Entries are not fsynced (one per call would cost more than
+it saves): an entry a power cut leaves empty or short is a miss like any unreadable one, recomputed.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ class CallCache:
         self.root = Path(root)
         self.enabled = enabled
         self.corrupt = 0  # entries found unreadable and recomputed
+        self.write_errors = 0   # answers that could not be stored (warned about once)
 
     @staticmethod
     def key(material: dict) -> str:
@@ -64,13 +69,32 @@ class CallCache:
         """Count an entry whose result has the wrong fields (the caller found it) and drop it."""
         self.corrupt += 1
         path = self._path(key)
-        if path.is_file():
-            path.unlink(missing_ok=True)
+        try:
+            if path.is_file():
+                path.unlink(missing_ok=True)
+        except OSError as err:   # a cache this run may not change: the entry stays, put() replaces or warns
+            self._cannot_write(err)
 
     def put(self, key: str, material: dict, result: Any) -> Any | None:
-        """Store `result`; returns the answer another writer stored first, if one did (use that one)."""
+        """Store `result`; returns the answer another writer stored first, if one did (use that one).
+        A write that fails (OSError) warns once and stores nothing: the caller keeps its answer."""
         if not self.enabled:
             return None
+        try:
+            return self._put(key, material, result)
+        except OSError as err:
+            self._cannot_write(err)
+            return None
+
+    def _cannot_write(self, err: OSError) -> None:
+        self.write_errors += 1
+        if self.write_errors == 1:
+            log.warning("call cache: cannot write to %s (%s: %s); the answers are returned but not cached, so a "
+                        "rerun computes them again. Free space or make the folder writable, or point llm.cache_dir "
+                        "to a writable folder (llm.cache: false turns the cache off)", self.root,
+                        type(err).__name__, err.strerror or err)
+
+    def _put(self, key: str, material: dict, result: Any) -> Any | None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
@@ -92,7 +116,10 @@ class CallCache:
                 except (ValueError, RecursionError, OSError):   # what is there is broken: replace it
                     os.replace(tmp, path)
         finally:
-            Path(tmp).unlink(missing_ok=True)
+            try:
+                Path(tmp).unlink(missing_ok=True)
+            except OSError:
+                pass
         return None
 
     @staticmethod
@@ -102,5 +129,5 @@ class CallCache:
             try:
                 if tmp.stat().st_mtime < cutoff:
                     tmp.unlink()
-            except FileNotFoundError:   # its writer finished meanwhile
+            except OSError:   # its writer finished meanwhile, or the folder is not ours to tidy
                 pass

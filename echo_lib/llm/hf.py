@@ -261,7 +261,7 @@ class HFBackend:
         if len({tuple(x) for x in opt_ids}) < len(options):
             raise LLMError(f"model {self.name!r}: options {list(options)} are not distinct token sequences")
         heads = self._heads()
-        routed = {i: heads.head_for(c, options) for i, c in enumerate(chats)} if heads else {}
+        routed = {i: heads.head_for(c, options, self.readout) for i, c in enumerate(chats)} if heads else {}
         if any(routed.values()):     # the questions the read-out heads answer; the rest go to the LM head
             yield from self._read_out(chats, options, routed, heads.layer, usage)
             chats = [c for i, c in enumerate(chats) if routed[i] is None]
@@ -284,7 +284,10 @@ class HFBackend:
             return None
         if getattr(self, "_readout_heads", None) is None:
             from echo_lib.llm.readout import ReadoutHeads
-            self._readout_heads = ReadoutHeads.load(self.readout)
+            model, _ = self.load()   # the heads must fit this model: its hidden size and depth
+            layers = getattr(getattr(model, "model", None), "layers", None)
+            self._readout_heads = ReadoutHeads.load(self.readout, hidden_size=model.config.hidden_size,
+                                                    n_layers=len(layers) if layers is not None else None)
         return self._readout_heads
 
     def _read_out(self, chats, options, routed: dict, layer: int, usage: Usage) -> Iterator[tuple[int, Choice]]:
@@ -298,8 +301,16 @@ class HFBackend:
             rows = [i for i in mine if routed[i] is head]
             x = (self.contrast_states([chats[i] for i in rows], layer, head.marks, usage) if head.marks
                  else np.stack([states[i] for i in rows]))
-            for i, probs in zip(rows, head.probs(x).tolist()):
-                p = dict(zip(head.classes, probs))
+            probs = head.probs(x)
+            finite = np.isfinite(probs).all(axis=1)
+            if not finite.all():   # NaN states (a model that overflows in its dtype) or broken heads: never NaN answers
+                from echo_lib.llm.readout import question
+                raise LLMError(f"model {self.name!r}: read-out probabilities not finite (NaN) for question "
+                               f"{question(chats[rows[0]])!r} in {int((~finite).sum())} of {len(rows)} prompts: the "
+                               f"states after layer {layer} are not finite (does the model overflow in {self.dtype}? "
+                               f"try float32) or the heads in {self.readout} are broken (rerun rule judges)")
+            for i, row in zip(rows, probs.tolist()):
+                p = dict(zip(head.classes, row))
                 yield i, Choice(probs={o: p.get(o, 0.0) for o in options},
                                 logprobs={o: math.log(max(p.get(o, 0.0), 1e-12)) for o in options}, coverage=1.0)
 
