@@ -218,3 +218,18 @@ def test_an_artifact_write_that_fails_keeps_the_old_file_and_no_temp(tmp_path, m
         p.write_text(tmp_path / "r.json", "{half")
     assert json.loads((tmp_path / "r.json").read_text()) == {"v": 2}
     assert os.listdir(tmp_path) == ["r.json"]
+
+
+def test_lm_head_choose_with_nan_log_probabilities_is_an_error(tmp_path, tiny_lm_dir, monkeypatch):
+    """The LM-head path of hf choose (no read-out heads): NaN option scores raise instead of NaN probabilities."""
+    import torch
+
+    from echo_lib.config import load_config
+    from echo_lib.llm import LLMError, load_llm
+    from echo_lib.llm.hf import HFBackend
+    cfg = load_config({"results_dir": str(tmp_path / "r"), "llm": {"progress": False, "cache": False},
+                       "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}}})
+    llm = load_llm(cfg, "base")
+    monkeypatch.setattr(HFBackend, "_score_options", lambda self, prompts, opt_ids: torch.full((len(prompts), 2), float("nan")))
+    with pytest.raises(LLMError, match="log-probabilities not finite"):
+        llm.choose([[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]], ["yes", "no"])

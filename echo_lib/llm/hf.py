@@ -277,6 +277,9 @@ class HFBackend:
             usage.model_calls += len(batch)
             usage.prompt_tokens += sum(len(ids[i]) for i in batch)
             for i, row in zip(batch, lp.tolist()):
+                if any(math.isnan(x) or x == math.inf for x in row):   # an overflow's NaN would pass as probabilities
+                    raise LLMError(f"model {self.name!r}: option log-probabilities not finite ({row}) in {self.dtype}; "
+                                   "load the model in float32 (models.<name>.dtype), or check its weights")
                 yield back[i], _choice(options, row)
 
     def _heads(self):
