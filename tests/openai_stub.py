@@ -1,7 +1,10 @@
 """(No tests here.) A tiny OpenAI-compatible HTTP server on 127.0.0.1 for the backend's tests: each
 request to /v1/chat/completions is answered by a Python function of (request body, headers) ->
 (status, JSON body), so a test scripts exactly what the server says (an error echoing the key, a 429
-then a reply, logprobs, a tool call).
+then a reply, logprobs, a tool call). A body that is a `Raw` goes out as its bytes (an HTML page, broken
+JSON), optionally one byte at a time (a trickling proxy). `Stub(answer, models=...)` also answers
+GET /v1/models with that list of model entries (or what a function of no arguments returns); without it a
+GET is answered 501, as before. Every request's headers are kept in `headers`.
 
 `Stub(answer, vendor_rules=True)` also answers as the hosted APIs of config/paper.yaml's judges do to a
 request they reject, by the model id's family (`vendor_error`), before `answer` sees it: HTTP 400 with the
@@ -10,10 +13,21 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 Answer = Callable[[dict, dict], tuple[int, dict]]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A reply body sent as these bytes with this content type; `trickle_s` > 0 sends it one byte at a time
+    with that pause before each (a proxy that keeps a connection alive by dribbling)."""
+    data: bytes
+    content_type: str = "text/html; charset=utf-8"
+    trickle_s: float = 0.0
 
 
 def _openai_400(message: str, param: str, code: str) -> tuple[int, dict]:
@@ -47,10 +61,14 @@ def vendor_error(body: dict) -> tuple[int, object] | None:
 
 
 class Stub:
-    def __init__(self, answer: Answer, vendor_rules: bool = False):
+    def __init__(self, answer: Answer, vendor_rules: bool = False,
+                 models: list[dict] | Callable[[], list[dict]] | None = None):
         self.answer = answer
         self.vendor_rules = vendor_rules
+        self.models = models
         self.requests: list[dict] = []
+        self.headers: list = []           # each POST's headers (email.message.Message: .get ignores case)
+        self.model_lists = 0              # GET /v1/models answered
         self.rejected: list[dict] = []   # the requests vendor_rules answered with a 400
         stub = self
 
@@ -58,18 +76,39 @@ class Stub:
             def do_POST(self):   # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 stub.requests.append(body)
+                stub.headers.append(self.headers)   # case-insensitive .get
                 refusal = vendor_error(body) if stub.vendor_rules else None
                 if refusal:
                     stub.rejected.append(body)
                 status, reply, *extra = refusal or stub.answer(body, self.headers)   # case-insensitive .get
-                data = json.dumps(reply).encode()
+                self.reply(status, reply, extra[0] if extra else {})
+
+            def do_GET(self):   # noqa: N802
+                if stub.models is None or self.path.rstrip("/") != "/v1/models":
+                    self.send_error(501, "Unsupported method ('GET')")   # what http.server answered before
+                    return
+                stub.model_lists += 1
+                entries = stub.models() if callable(stub.models) else stub.models
+                self.reply(200, {"object": "list", "data": entries}, {})
+
+            def reply(self, status, reply, headers):
+                raw = reply if isinstance(reply, Raw) else Raw(json.dumps(reply).encode(), "application/json")
                 self.send_response(status)
-                for name, value in (extra[0] if extra else {}).items():   # (status, body, headers)
+                for name, value in headers.items():   # (status, body, headers)
                     self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Type", raw.content_type)
+                self.send_header("Content-Length", str(len(raw.data)))
                 self.end_headers()
-                self.wfile.write(data)
+                try:
+                    if raw.trickle_s <= 0:
+                        self.wfile.write(raw.data)
+                        return
+                    for i in range(len(raw.data)):
+                        time.sleep(raw.trickle_s)
+                        self.wfile.write(raw.data[i:i + 1])
+                        self.wfile.flush()
+                except OSError:   # the client gave up on it
+                    pass
 
             def log_message(self, *args):   # quiet
                 pass

@@ -30,10 +30,12 @@ import random
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from echo_lib.llm.secrets import redact
+from echo_lib.llm.secrets import base_url_problem, key_problem, redact, remove_secrets, safe_url
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.llm.types import Chat, Choice, Completion, FeatureUnsupported, LLMError, Sampling, ToolCall, Usage
 
@@ -217,28 +219,264 @@ def choice_from_top_logprobs(options: Sequence[str], top: Sequence[tuple[str, fl
 # --------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------
+# what a reply must hold (a 200 may still be an HTML page, broken JSON or an empty list of choices)
+
+LOGPROB_SLACK = 1e-3   # a top log-probability a little above 0 is float rounding; more is a probability > 1
+MASS_SLACK = 0.01      # the top tokens' probabilities may add up to a little over 1 (rounding), not more
+
+
+def count(value: Any) -> int:
+    """A token count from a reply's usage; 0 for anything that is not a whole number >= 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def reply_problem(response: Any) -> str | None:
+    """What keeps `response` (what the client made of an HTTP 200) from being a chat completion with a
+    message; None when it is one."""
+    if isinstance(response, (str, bytes)):
+        text = response.decode(errors="replace") if isinstance(response, bytes) else response
+        kind = "an HTML page" if text.lstrip()[:1] == "<" else "text that is not JSON"
+        return f"{kind} ({' '.join(text.split())[:80]!r})"
+    if isinstance(response, (list, dict, int, float, bool)) or response is None:
+        return f"a JSON {type(response).__name__}, not a chat completion object"
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        return f"`choices` {'missing or null' if choices is None else 'not a list'}"
+    if not choices:
+        return "`choices` empty (no answer at all)"
+    message = getattr(choices[0], "message", None)
+    if message is None or isinstance(message, (str, list, int, float)):
+        return "a choice without a message"
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        return f"message content that is a {type(content).__name__}, not text"
+    return None
+
+
+def logprobs_problem(top: Sequence[tuple[Any, Any]]) -> str | None:
+    """What makes the server's top next tokens unusable as probabilities (NaN, +inf, a log-probability above
+    0, a mass above 1, something that is not a number); None when they are usable. -inf is probability 0."""
+    for token, lp in top:
+        if not isinstance(token, str):
+            return f"a top token that is {type(token).__name__}, not text"
+        if isinstance(lp, bool) or not isinstance(lp, (int, float)):
+            return f"the log-probability of {token!r} is {lp!r}, not a number"
+        if math.isnan(lp) or lp > LOGPROB_SLACK:
+            return f"the log-probability of {token!r} is {lp!r}" + ("" if math.isnan(lp) else ", above 0")
+    mass = sum(math.exp(lp) for _, lp in top)
+    if mass > 1 + MASS_SLACK:
+        return f"the probabilities of the top {len(top)} tokens add up to {mass:.3g}, more than 1"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# one deadline for the whole request: httpx's timeouts bound each read, so a proxy that dribbles a byte now
+# and then would hold a request for as long as it likes. The network streams under the client read the
+# deadline of the thread that runs the request (set by _deadline) and shorten each read's timeout to it.
+
+_deadline = threading.local()
+
+
+@contextmanager
+def deadline(seconds: float):
+    """Requests made in this thread inside the block end (with the client's timeout error) `seconds` after
+    it starts, whatever the server sends meanwhile."""
+    before = getattr(_deadline, "at", None)
+    _deadline.at = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline.at = before
+
+
+class _DeadlineStream:
+    def __init__(self, stream, errors):
+        self._stream, self._errors = stream, errors
+
+    def _left(self, timeout: float | None, error: str) -> float | None:
+        at = getattr(_deadline, "at", None)
+        if at is None:
+            return timeout
+        left = at - time.monotonic()
+        if left <= 0:
+            raise getattr(self._errors, error)("the request's deadline (llm.timeout_s) passed")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._left(timeout, "ReadTimeout"))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        return self._stream.write(buffer, self._left(timeout, "WriteTimeout"))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname,
+                                                      self._left(timeout, "ConnectTimeout")), self._errors)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend:
+    def __init__(self, backend, errors):
+        self._backend, self._errors = backend, errors
+
+    def _left(self, timeout):
+        return _DeadlineStream(None, self._errors)._left(timeout, "ConnectTimeout")
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._backend.connect_tcp(host, port, self._left(timeout), local_address,
+                                                         socket_options), self._errors)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._backend.connect_unix_socket(path, self._left(timeout), socket_options),
+                               self._errors)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+def bound_whole_requests(http_client) -> int:
+    """Put every connection pool of an httpx(2) client (its own and its proxies') on deadline streams; the
+    number of pools done. (httpx has no public hook for this: the pools' network backend is set here.)"""
+    import sys
+    done = 0
+    for transport in [getattr(http_client, "_transport", None), *getattr(http_client, "_mounts", {}).values()]:
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is None or isinstance(backend, _DeadlineBackend):
+            continue
+        errors = sys.modules[type(pool).__module__.split(".")[0]]   # httpcore or httpcore2: its timeout errors
+        pool._network_backend = _DeadlineBackend(backend, errors)
+        done += 1
+    return done
+
+
+def _causes(err: BaseException) -> Iterator[BaseException]:
+    seen = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+UNSENDABLE = ("LocalProtocolError", "UnsupportedProtocol", "InvalidURL")   # the request could not be formed
+
+
+# --------------------------------------------------------------------------------------------
+# what a server says about the model it serves (GET /v1/models), for identity()
+
+SERVED_FIELDS = ("id", "created", "created_at", "owned_by", "root", "parent")
+NOW_S = 5   # a `created` this close to the server's clock is the time of the request (vLLM), not the model's
+
+
+def served_entry(entries: Any, model: str, now: float) -> dict | None:
+    """The fields of `model`'s entry of a /v1/models list that name what is served (its parent's entry as
+    well: a vLLM LoRA adapter's base model), with a local root folder's content fingerprint; None when the
+    list does not hold the model."""
+    if not isinstance(entries, list):
+        return None
+    by_id = {e["id"]: e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
+    entry = by_id.get(model) or by_id.get(f"models/{model}")   # Google lists models/<id>
+    if entry is None:
+        return None
+    out = _served_fields(entry, now)
+    parent = entry.get("parent")
+    if isinstance(parent, str) and parent in by_id and parent != entry["id"]:
+        out["parent"] = _served_fields(by_id[parent], now)
+    return out
+
+
+def _served_fields(entry: dict, now: float) -> dict:
+    out = {k: v for k in SERVED_FIELDS if isinstance(v := entry.get(k), (str, int, float)) and not isinstance(v, bool)}
+    if isinstance(out.get("created"), (int, float)) and abs(out["created"] - now) <= NOW_S:
+        out.pop("created")   # stamped at each request (vLLM, LMDeploy): it would change every key
+    root = out.get("root")
+    if isinstance(root, str) and root and Path(root).is_dir():   # served from this machine's files
+        from echo_lib.llm.hf import fingerprint
+        out["root_fingerprint"] = fingerprint(root)
+    return out
+
+
+def server_time(headers: Any) -> float:
+    """The server's clock from its Date header; this machine's without one."""
+    value = (headers or {}).get("date")
+    if value:
+        from email.utils import parsedate_to_datetime
+        try:
+            return parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError):
+            pass
+    return time.time()
+
+
+# --------------------------------------------------------------------------------------------
+
+
 class OpenAIBackend:
     kind = "openai"
 
     def __init__(self, name: str, model: str, base_url: str, api_key_env: str | None,
-                 settings: LLMSettings = LLMSettings(), request_rules: dict | RequestRules | None = None):
+                 settings: LLMSettings = LLMSettings(), request_rules: dict | RequestRules | None = None,
+                 revision: str | None = None):
+        problem = base_url_problem(base_url)
+        if problem:   # the config loader refuses it first; this is for backends built in code
+            raise LLMError(f"model {name!r}: base_url {problem}")
         self.name, self.model, self.base_url, self.api_key_env, self.settings = name, model, base_url, api_key_env, settings
+        self.revision = revision   # what the server is told the weights are, where it cannot say (identity)
         self.rules = (request_rules if isinstance(request_rules, RequestRules)
                       else RequestRules.from_config(request_rules, name))
+        self.where = f"model {name!r} at {safe_url(base_url)}"   # every error names both
         self._client = None
         self._key: str | None = None
         self._lock = threading.Lock()
         self._noted: set[str] = set()   # sampling changes of the rules already logged
+        self._served: dict | None = None
+        self._served_known = False      # the server answered /v1/models (with or without the model)
 
     def identity(self) -> dict:
+        """Everything that decides the answers: model name, base_url, an explicit revision, what the server
+        reports about the model it serves (served_entry: id, created, owned_by, root, parent, a local root
+        folder's fingerprint), request rules. Keys without a revision, a served entry or rules are as before."""
         rules = self.rules.record()   # they change the answers; absent without rules (old cache keys hold)
+        served = self.served()
         return {"backend": "openai", "model": self.model, "base_url": self.base_url,
-                **({"request_rules": rules} if rules else {})}
+                **({"revision": self.revision} if self.revision else {}),
+                **({"served": served} if served else {}), **({"request_rules": rules} if rules else {})}
 
     def describe(self) -> dict:
         rules = self.rules.record()   # every provenance record shows a forced temperature or a dropped top_p
         return {"name": self.name, "backend": "openai", "model": self.model, "base_url": self.base_url,
-                "api_key_env": self.api_key_env, **({"request_rules": rules} if rules else {})}
+                "api_key_env": self.api_key_env, **({"revision": self.revision} if self.revision else {}),
+                **({"served": self._served} if self._served else {}), **({"request_rules": rules} if rules else {})}
+
+    def served(self) -> dict | None:
+        """What GET {base_url}/models says about this model (served_entry), asked once per backend object; None
+        where the server lists no such model or has no such endpoint. A server that cannot be reached now is
+        asked again at the next call (its requests would fail, or it is restarting)."""
+        with self._lock:
+            if self._served_known:
+                return self._served
+        import openai
+        try:
+            with deadline(min(self.settings.timeout_s, 30.0)):
+                raw = self.client.models.with_raw_response.list()
+            entries = json.loads(raw.http_response.text)
+            served = served_entry(entries.get("data") if isinstance(entries, dict) else None, self.model,
+                                  server_time(raw.headers))
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError, LLMError) as err:
+            if getattr(err, "status_code", None) != 501:   # 501: no such endpoint, an answer like a 404
+                log.debug("%s: /models not answered now (%s)", self.where, type(err).__name__)
+                return None
+            served = None
+        except (openai.OpenAIError, ValueError, TypeError, AttributeError, RecursionError):
+            served = None   # 401/403/404/405, not JSON: the server says nothing about its models
+        with self._lock:
+            self._served, self._served_known = served, True
+        return served
 
     @property
     def client(self):
@@ -248,12 +486,20 @@ class OpenAIBackend:
             if self.api_key_env:
                 key = os.environ.get(self.api_key_env)
                 if not key:
-                    raise LLMError(f"model {self.name!r}: environment variable {self.api_key_env} is not set; "
-                                   f"export it with the API key for {self.base_url}")
+                    raise LLMError(f"{self.where}: environment variable {self.api_key_env} is not set; "
+                                   f"export it with the API key for {safe_url(self.base_url)}")
+                problem = key_problem(key)
+                if problem:   # httpx would refuse the header, and the client would call it a network error
+                    raise LLMError(f"{self.where}: the API key in ${self.api_key_env} {problem}, which an HTTP "
+                                   f"header cannot carry (the key is not shown); set it again without it, e.g. "
+                                   f"export {self.api_key_env}=\"$(tr -d ' \\r\\n' < keyfile)\"")
             # our own retry loop (below) waits long enough to ride out a server restart
-            self._key = key   # only to remove it from error texts (_error)
+            self._key = key if key != NO_KEY else None   # only to remove it from error texts and replies
+            http = openai.DefaultHttpxClient()
+            if not bound_whole_requests(http):
+                log.warning("%s: llm.timeout_s bounds each read only (this httpx has no pool to bound)", self.where)
             self._client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0,
-                                         timeout=self.settings.timeout_s)
+                                         timeout=self.settings.timeout_s, http_client=http)
         return self._client
 
     # ----------------------------------------------------------------------------------------
@@ -271,15 +517,22 @@ class OpenAIBackend:
         return shaped
 
     def _create(self, request: dict, usage: Usage):
+        """The server's chat completion for `request`, checked to hold a choice with a message: an error that
+        names the model, the server and the fix otherwise."""
         import openai
         request = self._shape(request)
         retryable = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
                      openai.InternalServerError)
         for attempt in range(self.settings.max_retries + 1):
             try:
-                response = self.client.chat.completions.create(**request)
+                with deadline(self.settings.timeout_s):   # the whole request, not each read
+                    response = self.client.chat.completions.create(**request)
                 break
             except retryable as err:
+                unsendable = next((c for c in _causes(err) if type(c).__name__ in UNSENDABLE), None)
+                if unsendable is not None:   # no retry makes it sendable
+                    raise self._error("could not send the request (check base_url and the API key's characters)",
+                                      unsendable) from None
                 if attempt == self.settings.max_retries:
                     raise self._error(f"gave up after {attempt + 1} tries", err) from None
                 with self._lock:
@@ -287,18 +540,28 @@ class OpenAIBackend:
                 wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2 ** attempt)
                 time.sleep(max(wait_s * (0.5 + random.random() / 2), retry_after(err, self.settings.max_backoff_s)))
             except openai.AuthenticationError:
-                raise LLMError(f"model {self.name!r}: {self.base_url} refused the API key from "
-                               f"${self.api_key_env} (401)") from None
+                raise LLMError(f"{self.where} refused the API key from ${self.api_key_env} (401)") from None
             except openai.BadRequestError as err:
                 raise self._error("rejected the request", err) from None
             except openai.OpenAIError as err:   # 403, 404, ...: the server's text may quote the key
                 raise self._error("failed", err) from None
+            except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as err:   # a body the client
+                raise self._malformed(f"a body the client cannot read ({type(err).__name__}: "   # cannot parse
+                                      f"{' '.join(str(err).split())[:80]})") from None
+        problem = reply_problem(response)
+        if problem:
+            raise self._malformed(problem)
         with self._lock:
             usage.model_calls += 1
-            if response.usage is not None:
-                usage.prompt_tokens += response.usage.prompt_tokens or 0
-                usage.completion_tokens += response.usage.completion_tokens or 0
+            u = getattr(response, "usage", None)
+            usage.prompt_tokens += count(getattr(u, "prompt_tokens", 0))
+            usage.completion_tokens += count(getattr(u, "completion_tokens", 0))
         return response
+
+    def _malformed(self, what: str) -> LLMError:
+        return LLMError(redact(f"{self.where} answered HTTP 200 with {what} instead of a chat completion; check "
+                               f"that base_url is the server's OpenAI-compatible API (e.g. http://host:8000/v1, as "
+                               f"vLLM serves it), not a proxy's, a gateway's or a login page, and the server's log", [self._key]))
 
     def _error(self, what: str, err: Exception) -> LLMError:
         """An LLMError for a client error, its text without the key this backend sent."""
@@ -306,8 +569,26 @@ class OpenAIBackend:
         message = server_message(err)
         if message and message not in text:
             text += f" - {message}"
+        if type(err).__name__ == "APITimeoutError":
+            text += (f" (the server did not finish its reply within llm.timeout_s = {self.settings.timeout_s:g} s, "
+                     "which bounds the whole request; raise it for long generations, or check the server or proxy)")
         text = redact(text, [self._key])
-        return LLMError(f"model {self.name!r} at {self.base_url} {what}: {text}")
+        return LLMError(f"{self.where} {what}: {text}")
+
+    def _clean(self, text: str) -> str:
+        """A reply's text without the API key (a proxy that echoes the request's headers into the reply): it
+        would reach the call cache and the result files. Logged once per backend."""
+        if not self._key or not text:
+            return text
+        clean = remove_secrets(text, [self._key])
+        if clean != text:
+            with self._lock:
+                first = "reply quoted the key" not in self._noted
+                self._noted.add("reply quoted the key")
+            if first:
+                log.warning("%s: a reply quoted its API key (a server or proxy that echoes the request's headers?); "
+                            "the key is removed from the reply before it is cached", self.where)
+        return clean
 
     def _map(self, n: int, one: Callable[[int], Any]) -> Iterator[tuple[int, Any]]:
         """Run one(i) for i < n with bounded concurrency; yield results as they complete."""
@@ -330,18 +611,19 @@ class OpenAIBackend:
         def one(i: int) -> Completion:
             r = self._create(chat_request(self.model, chats[i], samplings[i]), usage)
             c = r.choices[0]
-            text = c.message.content or ""
+            text = self._clean(c.message.content or "")
             if samplings[i].json_mode:
                 try:
                     json.loads(text)
                 except (ValueError, RecursionError):
                     raise FeatureUnsupported(
-                        f"model {self.name!r} at {self.base_url} ignored JSON mode (response_format): its reply "
-                        f"does not parse as JSON: {text[:80]!r}. Use a server with JSON mode (vLLM, OpenAI).") from None
-            u = r.usage
-            return Completion(text=text, finish_reason=c.finish_reason or "stop",
-                              prompt_tokens=(u.prompt_tokens if u else 0) or 0,
-                              completion_tokens=(u.completion_tokens if u else 0) or 0)
+                        f"{self.where} ignored JSON mode (response_format): its reply does not parse as JSON: "
+                        f"{text[:80]!r}. Use a server with JSON mode (vLLM, OpenAI).") from None
+            u = getattr(r, "usage", None)
+            finish = getattr(c, "finish_reason", None)
+            return Completion(text=text, finish_reason=finish if isinstance(finish, str) and finish else "stop",
+                              prompt_tokens=count(getattr(u, "prompt_tokens", 0)),
+                              completion_tokens=count(getattr(u, "completion_tokens", 0)))
         return self._map(len(chats), one)
 
     def choose(self, chats: Sequence[Chat], options: Sequence[str], usage: Usage) -> Iterator[tuple[int, Choice]]:
@@ -349,53 +631,66 @@ class OpenAIBackend:
             if self.settings.choose_fallback == "generate":
                 return self._map(len(chats), lambda i: self._choose_by_reply(chats[i], options, usage))
             raise FeatureUnsupported(
-                f"model {self.name!r} at {self.base_url}: its request rules (preset {self.rules.preset}) drop "
+                f"{self.where}: its request rules (preset {self.rules.preset}) drop "
                 "logprobs, so choose() cannot score options. nee.mode auto and the sandbox judge's mode auto "
                 "answer in JSON mode instead; elsewhere set llm.choose_fallback: generate.")
 
         def one(i: int) -> Choice:
             r = self._create(choose_request(self.model, chats[i], self.settings.top_logprobs), usage)
-            lp = r.choices[0].logprobs
-            if lp is None or not lp.content or not lp.content[0].top_logprobs:
+            lp = getattr(r.choices[0], "logprobs", None)
+            content = getattr(lp, "content", None)
+            first = content[0] if isinstance(content, list) and content else None
+            entries = getattr(first, "top_logprobs", None)
+            if not isinstance(entries, list) or not entries:
                 if self.settings.choose_fallback == "generate":
                     return self._choose_by_reply(chats[i], options, usage)
                 raise FeatureUnsupported(
-                    f"model {self.name!r} at {self.base_url} returned no logprobs, so choose() cannot score "
+                    f"{self.where} returned no logprobs, so choose() cannot score "
                     "options. Use a server that returns top_logprobs (vLLM, OpenAI), or set "
                     "llm.choose_fallback: generate (greedy reply matched exactly to an option).")
-            top = [(t.token, t.logprob) for t in lp.content[0].top_logprobs]
+            top = [(getattr(t, "token", None), getattr(t, "logprob", None)) for t in entries]
+            problem = logprobs_problem(top)
+            if problem:
+                raise LLMError(redact(
+                    f"{self.where} answered choose with unusable log-probabilities: {problem} (chat {i}). Its "
+                    "choices cannot be trusted, and none was cached; check the server (its logprobs output), or "
+                    "judge with another server or an hf-backend model", [self._key]))
             choice = choice_from_top_logprobs(options, top)
             if choice is None:
-                raise LLMError(f"model {self.name!r}: none of the options {list(options)} is among the top "
+                raise LLMError(f"{self.where}: none of the options {list(options)} is among the top "
                                f"{len(top)} next tokens (chat {i}); ask for exactly one of them in the prompt")
             return choice
         return self._map(len(chats), one)
 
     def _choose_by_reply(self, chat: Chat, options: Sequence[str], usage: Usage) -> Choice:
         greedy = Sampling(temperature=0, max_new_tokens=16)
-        text = self._create(chat_request(self.model, chat, greedy), usage).choices[0].message.content or ""
+        text = self._clean(self._create(chat_request(self.model, chat, greedy), usage).choices[0].message.content or "")
         answer = text.strip().strip(".").strip()
         if answer not in options:
-            raise LLMError(f"model {self.name!r}: choose fallback reply {text[:60]!r} is none of {list(options)}")
+            raise LLMError(f"{self.where}: choose fallback reply {text[:60]!r} is none of {list(options)}")
         return Choice(probs={o: float(o == answer) for o in options}, logprobs={o: None for o in options},
                       coverage=None)
 
     def call_tools(self, chats: Sequence[Chat], tools: list[dict], usage: Usage) -> Iterator[tuple[int, ToolCall]]:
         def one(i: int) -> ToolCall:
             r = self._create(tools_request(self.model, chats[i], tools, self.settings.tool_call_tokens), usage)
-            calls = r.choices[0].message.tool_calls
+            calls = getattr(r.choices[0].message, "tool_calls", None)
             if not calls:
                 raise FeatureUnsupported(
-                    f"model {self.name!r} at {self.base_url} answered without a tool call although tool_choice "
+                    f"{self.where} answered without a tool call although tool_choice "
                     "was 'required': the server ignores `tools`. Use a server with tool calling (vLLM with "
                     "--enable-auto-tool-choice, OpenAI) or an hf-backend model.")
-            fn = calls[0].function
+            fn = getattr(calls[0], "function", None) if isinstance(calls, list) else None
+            name, arguments = getattr(fn, "name", None), getattr(fn, "arguments", None)
+            if not isinstance(name, str) or not isinstance(arguments, (str, type(None))):
+                raise self._malformed("a tool call without a function name and text arguments")
+            arguments = self._clean(arguments or "{}")
             try:
-                args = json.loads(fn.arguments or "{}")
+                args = json.loads(arguments)
             except (ValueError, RecursionError):
-                raise LLMError(f"model {self.name!r}: tool call arguments are not JSON: {fn.arguments[:80]!r}") from None
+                raise LLMError(f"{self.where}: tool call arguments are not JSON: {arguments[:80]!r}") from None
             if not isinstance(args, dict):   # the tool schema asks for an object of named arguments
-                raise LLMError(f"model {self.name!r}: the arguments of its call to {fn.name!r} are "
-                               f"{type(args).__name__} {fn.arguments[:80]!r}, not a JSON object")
-            return ToolCall(name=fn.name, arguments=args)
+                raise LLMError(f"{self.where}: the arguments of its call to {name!r} are "
+                               f"{type(args).__name__} {arguments[:80]!r}, not a JSON object")
+            return ToolCall(name=name, arguments=args)
         return self._map(len(chats), one)
