@@ -19,6 +19,19 @@ RequestRules below) reshape every request for its endpoint: a vendor preset (Ope
 Anthropic's and Google's OpenAI-compatible layers) and explicit keys that override it. Rules that change
 the sampling (a forced temperature, a dropped top_p) go into describe() (so into every provenance record)
 and into identity() (so into the cache key); each kind of change is logged once.
+
+Hostile or broken servers (issue 38). Every error names the model and the server (its URL without
+credentials; a base_url with any is refused outright) and the fix:
+  - a 200 that is no chat completion (an HTML login page, broken JSON, `choices` empty or null, a choice
+    without a message) is an LLMError at once, not retried and not cached;
+  - choose refuses NaN, +inf, positive or non-numeric log-probabilities and top tokens whose probabilities add
+    up to more than 1 (logprobs_problem);
+  - `llm.timeout_s` bounds the whole request (deadline streams under the client), so a proxy that trickles
+    its reply cannot hold a run; an API key with a newline or a request the client cannot form fails at once;
+  - a reply that quotes the API key (a proxy that echoes headers) loses it before it is cached.
+identity() holds what the server's GET /models reports about the model (served_entry: id, created, owned_by,
+root, parent, a local root folder's content fingerprint), so a model retrained and served under the same name
+gets new cache keys and stage 04 plays its cases again (its resume compares these identities).
 """
 from __future__ import annotations
 
@@ -371,6 +384,7 @@ UNSENDABLE = ("LocalProtocolError", "UnsupportedProtocol", "InvalidURL")   # the
 
 SERVED_FIELDS = ("id", "created", "created_at", "owned_by", "root", "parent")
 NOW_S = 5   # a `created` this close to the server's clock is the time of the request (vLLM), not the model's
+STAMPED_NOW = ("vllm", "lmdeploy")   # their model cards stamp `created` so, whatever the clocks say
 
 
 def served_entry(entries: Any, model: str, now: float) -> dict | None:
@@ -392,7 +406,8 @@ def served_entry(entries: Any, model: str, now: float) -> dict | None:
 
 def _served_fields(entry: dict, now: float) -> dict:
     out = {k: v for k in SERVED_FIELDS if isinstance(v := entry.get(k), (str, int, float)) and not isinstance(v, bool)}
-    if isinstance(out.get("created"), (int, float)) and abs(out["created"] - now) <= NOW_S:
+    if isinstance(out.get("created"), (int, float)) and (abs(out["created"] - now) <= NOW_S
+                                                          or out.get("owned_by") in STAMPED_NOW):
         out.pop("created")   # stamped at each request (vLLM, LMDeploy): it would change every key
     root = out.get("root")
     if isinstance(root, str) and root and Path(root).is_dir():   # served from this machine's files

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 REDACTED = "<redacted>"
 MIN_SECRET = 4   # shorter "keys" (placeholders such as "x") would blank out ordinary words
-MIN_SHOWN = 3    # a masked key's visible head or tail at least this long counts as the key's
+MIN_SHOWN = 4    # a masked key's visible head or tail at least this long counts as the key's (OpenAI shows 4)
 MIN_B64 = 8      # base64 stretches shorter than this would match ordinary words
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")   # config/schema.yaml's pattern for api_key_env
 
