@@ -453,6 +453,9 @@ def _cross_reference_problems(cfg: dict) -> list[str]:
         if name not in cfg["models"]:
             problems.append(f"key '{key}' has value {name!r}, which is not a model of this config; "
                             f"allowed: {', '.join(sorted(cfg['models']))}")
+    from echo_lib.epm.case_meta import CASE_ID_RULE, case_id_problem   # ids become file names (issue 38)
+    problems += [f"key 'sandbox.case_ids[{i}]' has value {cid!r}, which is not a case id; {CASE_ID_RULE}"
+                 for i, cid in enumerate(cfg["sandbox"]["case_ids"]) if case_id_problem(cid)]
     if cfg["sandbox"]["case_set"] == "empa" and not (cfg["sandbox"]["empa_dir"] or cfg["empa"]["source"]):
         problems.append("keys 'sandbox.empa_dir' and 'empa.source' are null but 'sandbox.case_set' is empa; set "
                         "empa.source to EMPA's git URL or a local clone (or sandbox.empa_dir to its data folder)")

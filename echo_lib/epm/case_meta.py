@@ -8,9 +8,13 @@ threshold and the three need priorities). Labels are English; EMPA's Chinese lab
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from echo_lib.epm.files import read_text
 
 DOMAINS = ("Leisure", "Health", "Life", "Values", "Relations", "Career")
 DIFFICULTIES = ("Easy", "Medium", "Hard", "Very Hard")
@@ -23,6 +27,25 @@ DIFFICULTY_ZH = {"较易": "Easy", "中等": "Medium", "困难": "Hard", "极难
 LEVEL_ZH = {"低": "Low", "中": "Medium", "高": "High"}
 NEED_ZH = {"认知共情": "C", "情感共情": "A", "动机共情": "P"}   # cognitive, affective, motivational empathy
 UNKNOWN = "unknown"   # a label an EMPA case has no source for (not in case_metadata.json, not in its text)
+
+# A case id is a plain name: it becomes file names (cases/<id>.md, <id>_result.json), so it may hold no path.
+CASE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+CASE_ID_RULE = "a case id is a plain name: letters, digits, _ . - (no path, at most 128), e.g. script_003 or own_001"
+MAX_CASE_BYTES = 1 << 20          # a case prompt (cases/script_XXX.md); EMPA's are a few KiB
+MAX_JSON_BYTES = 64 << 20         # a story, metadata or result file; EMPA's story file is about 4 MiB
+
+
+def short_repr(value: object, limit: int = 80) -> str:
+    """repr(value) cut to `limit` characters, for messages about values read from untrusted files."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def case_id_problem(value: object) -> str | None:
+    """None for a usable case id, else what is wrong with it (for 'X is not a case id (...)' messages)."""
+    if isinstance(value, str) and CASE_ID.fullmatch(value):
+        return None
+    return f"{short_repr(value)} is not a case id ({CASE_ID_RULE})"
 
 
 @dataclass(frozen=True)
@@ -45,6 +68,42 @@ class CaseMeta:
             if axis not in AXES or level not in LEVELS:
                 raise ValueError(f"case {self.case_id}: priority {axis}={level!r}; "
                                  f"allowed: axes {', '.join(AXES)} with {', '.join(LEVELS)}")
+        if distance_problem(self.distance):
+            raise ValueError(f"case {self.case_id}: distance={self.distance!r}; allowed: {DISTANCE_RULE}")
+
+
+DISTANCE_RULE = "a finite number >= 0 (|P0|), or null"
+
+
+def distance_problem(value: object) -> bool:
+    """True when `value` is no |P0| (a text such as "far", a negative or non-finite number, a bool)."""
+    if value is None:
+        return False
+    return (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or value < 0)
+
+
+def metadata_entry_problem(entry: object, i: int, required: bool = False) -> tuple[str, str, str] | None:
+    """(field, problem, fix) for the first unusable value of case_metadata.json's sampled_cases[i], or None.
+    A label that is absent is fine unless `required` (the importer labels it "unknown")."""
+    where = f"sampled_cases[{i}]"
+    if not isinstance(entry, dict):
+        return (where, f"is a {type(entry).__name__}, not an object",
+                "give each sampled case as an object with script_id, category, difficulty, dominant_axis and distance")
+    if entry.get("script_id") is None:
+        return f"{where}.script_id", "is missing", "add the case's id (e.g. script_003), or remove the entry"
+    if case_id_problem(entry["script_id"]):
+        return f"{where}.script_id", f"is {short_repr(entry['script_id'])}, not a case id", CASE_ID_RULE
+    labels = (("category", DOMAIN_ZH, DOMAINS), ("difficulty", DIFFICULTY_ZH, DIFFICULTIES), ("dominant_axis", {}, AXES))
+    for key, zh, en in labels:
+        value = entry.get(key)
+        if value is None and not required:
+            continue
+        if not (isinstance(value, str) and (value in zh or value in en)):
+            return f"{where}.{key}", f"is {short_repr(value)}", f"use one of {', '.join([*zh, *en])}"
+    if distance_problem(entry.get("distance")):
+        return f"{where}.distance", f"is {short_repr(entry.get('distance'))}", f"write {DISTANCE_RULE}"
+    return None
 
 
 # ---- EMPA's scenario files -------------------------------------------------------------------------
@@ -63,10 +122,12 @@ def clean_labels(text: str, labels: tuple[str, ...] = LABELS) -> str:
 
 
 def _section(text: str, tag: str, path: Path) -> str:
-    m = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.S)
-    if not m:
+    # str.find, not a lazy regex: many opening tags without a closing one made that quadratic
+    start = text.find(f"<{tag}>")
+    end = text.find(f"</{tag}>", start + len(tag) + 2) if start >= 0 else -1
+    if end < 0:
         raise ValueError(f"{path}: section <{tag}> is missing; an EMPA case prompt has tagged sections")
-    return clean_labels(m.group(1))
+    return clean_labels(text[start + len(tag) + 2:end])
 
 
 def parse_threshold(text: str, path: Path) -> str:
@@ -112,7 +173,7 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
     if not block:
         raise ValueError(f"{path}: <psychological_profile> has no 当下共情需求优先级 block")
     ranking = _RANKING.search(block)
-    if ranking:                            # "认知共情 > 情感共情 > 动机共情" (or ＞)
+    if ranking and len(set(ranking.groups())) == 3:   # "认知共情 > 情感共情 > 动机共情" (or ＞), each need once
         return _by_rank(ranking.groups())
     out = {}
     for name, axis in NEED_ZH.items():
@@ -190,12 +251,19 @@ def read_empa_case_meta(empa_dir: str | Path, priorities: str = "scenario") -> d
                              "(results/<model>/) for priorities='empa_stats'")
         stats = read_empa_stats_personas(found[0])
     meta_path = empa_dir / "case_metadata.json"
+    read = lambda path, limit: read_text(path, limit, inside=empa_dir, inside_name="the EMPA folder")  # noqa: E731
     try:
-        listing = json.loads(meta_path.read_text(encoding="utf-8"))["sampled_cases"]
-    except (OSError, KeyError, json.JSONDecodeError) as err:
+        data = json.loads(read(meta_path, MAX_JSON_BYTES))
+        listing = data["sampled_cases"]
+        if not isinstance(listing, list):
+            raise TypeError(f"'sampled_cases' is a {type(listing).__name__}, not a list")
+    except (OSError, KeyError, TypeError, ValueError, RecursionError) as err:
         raise ValueError(f"{meta_path}: cannot read the case list 'sampled_cases' ({err})") from None
     out = {}
     for i, entry in enumerate(listing):
+        problem = metadata_entry_problem(entry, i, required=True)
+        if problem:
+            raise ValueError(f"{meta_path}: field '{problem[0]}' {problem[1]}; fix: {problem[2]}")
         try:
             case_id = entry["script_id"]
             md = empa_dir / "cases" / f"{case_id}.md"
@@ -204,15 +272,15 @@ def read_empa_case_meta(empa_dir: str | Path, priorities: str = "scenario") -> d
                     raise ValueError(f"{empa_dir}: EMPA's statistics have no row for {case_id}")
                 threshold, needs = stats[case_id]
             else:
-                text = md.read_text(encoding="utf-8")
+                text = read(md, MAX_CASE_BYTES)
                 threshold, needs = parse_threshold(text, md), parse_priorities(text, md)
             out[case_id] = CaseMeta(
-                case_id=case_id, domain=DOMAIN_ZH[entry["category"]],
-                difficulty=DIFFICULTY_ZH[entry["difficulty"]], dominant_axis=entry["dominant_axis"],
+                case_id=case_id, domain=DOMAIN_ZH.get(entry["category"], entry["category"]),
+                difficulty=DIFFICULTY_ZH.get(entry["difficulty"], entry["difficulty"]), dominant_axis=entry["dominant_axis"],
                 threshold=threshold, priorities=needs, distance=entry.get("distance"))
-        except OSError as err:
+        except (OSError, UnicodeDecodeError) as err:
             raise ValueError(f"{empa_dir}: cannot read the case prompt of {entry.get('script_id')} ({err})") from None
-        except KeyError as err:
+        except (KeyError, TypeError) as err:    # TypeError: an unhashable label (a list where a text belongs)
             raise ValueError(f"{meta_path}: sampled_cases[{i}] has no usable {err} "
                              f"(known categories: {', '.join(DOMAIN_ZH)}; difficulties: {', '.join(DIFFICULTY_ZH)})") from None
     return out

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from echo_lib.epm import physics
+from echo_lib.epm.case_meta import MAX_JSON_BYTES
 from echo_lib.epm.engine import Replay
+from echo_lib.epm.files import FileRefused, read_bytes
 from echo_lib.epm.iedr import INDICATORS
-from echo_lib.epm.mdep import Rubric, invalid_levels
+from echo_lib.epm.mdep import FIELDS, Rubric, invalid_levels
 from echo_lib.epm.trajectory import CaseRun
 from echo_lib.provenance import write_json
 
 log = logging.getLogger(__name__)
 RESULT_GLOB = "*_result.json"   # EMPA names them script_XXX_result.json
+MAX_RESULT_BYTES = MAX_JSON_BYTES   # EMPA's are ~40 KiB; a long sandbox dialogue with judge evidence a few MiB
 r2 = lambda x: round(float(x), physics.STORE_DECIMALS)  # noqa: E731
 
 
@@ -29,12 +33,20 @@ class ResultFileError(ValueError):
     """A result file that cannot be read as an EMPA run; the message names the file and the field."""
 
 
+def _shown(value: object) -> str:
+    """A value for a message: its type and a short repr (a field may hold megabytes)."""
+    text = repr(value)
+    return f"a {type(value).__name__} ({text[:60]}{'...' if len(text) > 60 else ''})"
+
+
 def read_result(path: str | Path, model: str | None = None) -> CaseRun:
     """One EMPA result file as a CaseRun. `model` defaults to the name of the folder holding the file."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    try:       # a regular file of bounded size only: a FIFO would hang, a link to /dev/zero fill the memory
+        data = json.loads(read_bytes(path, MAX_RESULT_BYTES, "a result file").decode("utf-8"))
+    except FileRefused as err:
+        raise ResultFileError(f"{path}: {err.problem}; fix: {err.fix}") from None
+    except (OSError, ValueError) as err:    # ValueError: not UTF-8, not JSON, an integer of > 4300 digits
         raise ResultFileError(f"{path}: not a readable JSON file ({err})") from None
     except RecursionError:
         raise ResultFileError(f"{path}: not a readable JSON file (nested too deeply)") from None
@@ -58,6 +70,17 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
     trajectory = need(epj, "trajectory", "epj.")
     if not isinstance(trajectory, list) or not trajectory:
         raise ResultFileError(f"{path}: field 'epj.trajectory' must be a non-empty list (point 0 is P0)")
+    if not isinstance(trajectory[0], dict):
+        raise ResultFileError(f"{path}: field 'epj.trajectory[0]' is {_shown(trajectory[0])}; allowed: an object "
+                              "(the starting point P0: turn 0, P_t, ...)")
+    epm_params = epj.get("epm_params")
+    if epm_params is not None and not isinstance(epm_params, dict):
+        raise ResultFileError(f"{path}: field 'epj.epm_params' is {_shown(epm_params)}; allowed: an object "
+                              "(v_star_0, epsilon_*, E_total_final, alpha), or leave the key out")
+    reason = data.get("termination_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise ResultFileError(f"{path}: field 'termination_reason' is {_shown(reason)}; allowed: text such as "
+                              "'Reached max turns (45), timeout', or leave the key out")
     evaluated = trajectory[1:]
     turns, rubrics, failed, details, notes = [], [], [], [], []
     for i, point in enumerate(evaluated, start=1):
@@ -65,6 +88,12 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
         if isinstance(turn, bool) or not isinstance(turn, int):
             raise ResultFileError(f"{path}: field 'epj.trajectory[{i}].turn' is {turn!r}; allowed: an integer")
         judged = point.get("mdep_analysis")
+        for key in (f"{f}_level" for f in FIELDS):
+            level = judged.get(key) if isinstance(judged, dict) else None
+            if isinstance(level, float) and not math.isfinite(level):   # NaN, Infinity, 1e400 parse as floats
+                raise ResultFileError(f"{path}: field 'epj.trajectory[{i}].mdep_analysis.{key}' is {level!r}; "
+                                      "allowed: a level of the rubric (an integer; NaN and Infinity are no JSON "
+                                      "numbers, 1e400 is beyond a float)")
         turns.append(turn)
         rubrics.append(Rubric.from_judge(judged if isinstance(judged, dict) else None))
         failed.append(not isinstance(judged, dict))
@@ -82,11 +111,11 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
     if not isinstance(case_id, str):
         raise ResultFileError(f"{path}: field 'script_id' is {case_id!r}; allowed: text such as 'script_003'")
     stored = {
-        "E_total_final": (epj.get("epm_params") or {}).get("E_total_final"),
+        "E_total_final": (epm_params or {}).get("E_total_final"),
         "P_0": epj.get("P_0_initial_deficit"),
         "P_final": epj.get("P_final_position"),
         "trajectory": [{k: v for k, v in pt.items() if k != "mdep_analysis"} for pt in trajectory],
-        "epm_params": epj.get("epm_params"),
+        "epm_params": epm_params,
     }
     try:
         return CaseRun(
@@ -100,6 +129,10 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
             source=str(path), notes=notes)
     except ValueError as err:
         raise ResultFileError(str(err)) from None
+
+
+# errors a malformed file can still raise that no check foresaw: they cost that file, never the others
+UNFORESEEN = (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
 
 
 @dataclass
@@ -120,6 +153,11 @@ def read_model_dir(folder: str | Path, model: str | None = None) -> tuple[list[C
         except ResultFileError as err:
             log.warning("skipping %s", err)
             skipped.append(Skipped(path, str(err)))
+            continue
+        except UNFORESEEN as err:     # what no check foresaw costs this file, never the other files
+            reason = f"{path}: cannot be read as an EMPA result file ({type(err).__name__}: {err})"
+            log.warning("skipping %s", reason)
+            skipped.append(Skipped(path, reason))
             continue
         if run.case_id in first:
             reason = (f"{path}: field 'script_id' is {run.case_id!r}, the case of {first[run.case_id].name} "

@@ -29,11 +29,15 @@ SCORES: dict[str, dict[int, int]] = {
 
 def _level(value: object, field: str) -> int:
     """A level as the published engine read it: an integer inside the rubric, anything else 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
         return 0
-    if value != int(value) or int(value) not in SCORES[field]:
+    try:
+        whole = int(value)
+    except (ValueError, OverflowError):   # NaN, +-Infinity: no level (a reader names them; here they never raise)
         return 0
-    return int(value)
+    if value != whole or whole not in SCORES[field]:
+        return 0
+    return whole
 
 
 def invalid_levels(judged: Mapping[str, object] | None) -> dict[str, object]:

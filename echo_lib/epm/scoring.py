@@ -3,16 +3,22 @@ Shared by the `echo-epmq` command and the EPM analysis notebook."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from echo_lib.epm.case_meta import CaseMeta, read_empa_case_meta
-from echo_lib.epm.empa_io import RESULT_GLOB, Skipped, model_dirs, read_model_dir
+from echo_lib.epm.empa_io import RESULT_GLOB, UNFORESEEN, Skipped, model_dirs, read_model_dir
 from echo_lib.epm.engine import Replay, replay
 from echo_lib.epm.epmq import per_case_table, summary_table
+from echo_lib.epm.files import FileRefused, read_bytes
 from echo_lib.epm.params import EPMParams
+
+log = logging.getLogger(__name__)
+SUMMARY = "summary.json"          # stage 04's manifest of a model's folder
+MAX_SUMMARY_BYTES = 16 << 20
 
 
 @dataclass
@@ -52,19 +58,39 @@ def score_folders(roots: list[str | Path] | str | Path, params: EPMParams = EPMP
             skipped += [Skipped(Path(r.source), f"{r.source}: case {r.case_id!r} is not in {folder / 'summary.json'} "
                                 "(a case of an earlier config); not scored") for r in runs if r.case_id not in named]
             runs = [r for r in runs if r.case_id in named]
-        replays += [replay(run, params) for run in runs]
+        for run in runs:
+            try:
+                replays.append(replay(run, params))
+            except UNFORESEEN as err:   # a file the replay cannot take costs that file, not every model
+                reason = f"{run.source}: cannot be replayed ({type(err).__name__}: {err})"
+                log.warning("skipping %s", reason)
+                skipped.append(Skipped(Path(run.source), reason))
     constants = constants or params.constants
     per_case = per_case_table(replays, constants)
     return Scored(replays, per_case, summary_table(per_case, constants), skipped)
 
 
 def stage_04_cases(folder: Path) -> set[str] | None:
-    """The case ids of the summary.json stage 04 wrote in `folder` (None: no such file, e.g. EMPA's runs)."""
+    """The case ids of the summary.json stage 04 wrote in `folder` (None: no such file, e.g. EMPA's runs).
+    Only a regular file of bounded size is read (a FIFO there must not hang stage 05)."""
+    path = folder / SUMMARY
+    if not path.exists():
+        return None
     try:
-        data = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        data = json.loads(read_bytes(path, MAX_SUMMARY_BYTES, "stage 04's summary.json").decode("utf-8"))
         return {c["case_id"] for c in data["cases"]} if isinstance(data, dict) and "model" in data else None
+    except FileRefused as err:
+        log.warning("%s; its folder is scored without the manifest", err)
+        return None
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
+
+
+def input_files(roots: list[str | Path] | str | Path) -> list[Path]:
+    """Every file score_folders reads under `roots`: the result files and stage 04's summary.json of each
+    model folder (for refusing an output path that is one of them)."""
+    roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
+    return [f for folder in model_folders(roots) for f in (*sorted(folder.glob(RESULT_GLOB)), folder / SUMMARY)]
 
 
 def resolve_result_dirs(result_dirs: list[str | Path], published: Path | None) -> list[Path]:

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from echo_lib.epm import physics
+from echo_lib.epm.case_meta import case_id_problem
 from echo_lib.epm.empa_io import read_result, result_dict
 from echo_lib.epm.engine import replay
 from echo_lib.epm.mdep import Rubric
@@ -77,12 +78,20 @@ def case_fingerprints(meta: RunMeta, scenario) -> dict:
     return {**meta.fingerprints, "scenario": scenario_fingerprint(scenario)}
 
 
+def case_path(out_dir: str | Path, case_id: str, suffix: str) -> Path:
+    """`out_dir/<case_id><suffix>`, refused (ValueError) unless the id is a plain name, so every file a run
+    writes stays in its folder (the ids are checked where they enter; this is the last line)."""
+    if case_id_problem(case_id):
+        raise ValueError(f"{out_dir}: will not write a file for case {case_id_problem(case_id)}")
+    return Path(out_dir) / f"{case_id}{suffix}"
+
+
 def result_path(out_dir: str | Path, case_id: str) -> Path:
-    return Path(out_dir) / f"{case_id}{RESULT}"
+    return case_path(out_dir, case_id, RESULT)
 
 
 def error_path(out_dir: str | Path, case_id: str) -> Path:
-    return Path(out_dir) / f"{case_id}{ERROR}"
+    return case_path(out_dir, case_id, ERROR)
 
 
 def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None, scenario=None) -> bool:

@@ -5,6 +5,7 @@ dominant axes, life domains, thresholds and difficulties (METHOD.md 5.6) instead
 """
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -13,7 +14,11 @@ from pathlib import Path
 from echo_lib.empa_source import configured_layout, layout_file
 from echo_lib.scenarios.empa_import import import_case, read_metadata, read_official_ids, read_stories
 from echo_lib.scenarios.own import load_own_file, own_dir, own_files
-from echo_lib.scenarios.schema import Scenario, ScenarioError
+from echo_lib.scenarios.schema import Scenario, ScenarioError, case_id_problem
+
+log = logging.getLogger(__name__)
+# what a case's files can still raise that no check foresaw: it costs that case, never the run
+UNFORESEEN = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError)
 
 # balanced first on the dominant axis, then life domain, then threshold, then difficulty
 STRATA = (lambda s: s.labels.dominant_axis, lambda s: s.labels.domain,
@@ -77,12 +82,19 @@ def select_cases(cfg) -> CaseSelection:
         load = lambda cid: load_own_file(paths[cid])   # noqa: E731
     elif sb.case_set == "empa":
         root = _empa_dir(cfg)
-        ids = list(sb.case_ids) or read_official_ids(root)
+        ids = list(sb.case_ids) or read_official_ids(root)    # a path or a repeat there: an error naming the line
         stories, metadata = read_stories(root), read_metadata(root)
+        for problem in (*stories.problems, *metadata.problems):
+            log.warning("EMPA entry not used: %s", problem)
         paths = {cid: root / "cases" / f"{cid}.md" for cid in ids}
         load = lambda cid: import_case(root, cid, stories, metadata)   # noqa: E731
     else:
         raise ValueError(f"sandbox.case_set={sb.case_set!r}; allowed: own, empa")
+    # ids become file names (cases/<id>.md, results/.../<id>_result.json): plain names only
+    bad = [(cid, case_id_problem(cid)) for cid in ids if case_id_problem(cid)]
+    if bad:
+        where = "sandbox.case_ids" if sb.case_ids else f"the file names of {own_dir()}"
+        raise ValueError(f"{where}: {bad[0][1]}; fix: name the case by its id only")
     if len(set(ids)) != len(ids):
         raise ValueError(f"sandbox.case_ids lists a case twice: {[c for c, k in Counter(ids).items() if k > 1]}")
     for cid in ids:
@@ -94,9 +106,17 @@ def select_cases(cfg) -> CaseSelection:
             loaded.append(load(cid))
         except ScenarioError as err:
             invalid.append(InvalidCase(cid, err.source, str(err)))
+        except UNFORESEEN as err:
+            invalid.append(InvalidCase(cid, str(paths[cid]), str(unforeseen(paths[cid], err))))
     # explicit ids keep their order unless max_cases asks for a stratified few
     chosen = stratified_order(loaded, sb.max_cases, cfg.seed) if sb.max_cases else loaded
     return CaseSelection(scenarios=chosen, invalid=invalid)
+
+
+def unforeseen(path: Path, err: Exception) -> ScenarioError:
+    """A case's error that no check foresaw, as a ScenarioError naming its file."""
+    return ScenarioError(str(path), "(file)", f"cannot be imported ({type(err).__name__}: {err})",
+                         "compare the case's files with docs/METHOD.md 2.7 (EMPA's files) or data/scenarios/own/")
 
 
 def load_cases(cfg) -> list[Scenario]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from echo_lib.epm.case_meta import AXES, DIFFICULTIES, DOMAINS, LEVELS, UNKNOWN, CaseMeta
+from echo_lib.epm.case_meta import (AXES, CASE_ID_RULE, DIFFICULTIES, DOMAINS, LEVELS, UNKNOWN, CaseMeta,
+                                    case_id_problem)
 
 NEED_KEYS = {"cognitive": "C", "affective": "A", "motivational": "P"}   # YAML key -> EPM axis
 STAGE_KINDS = ("evoked memory", "reflection", "self-examination", "emotional eruption")
@@ -198,12 +199,14 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
     unknown_labels: a label may be "unknown" (imported EMPA cases without metadata; own cases never)."""
     r = _Reader(source)
     d = r.node(data, "(top level)")
-    unknown = sorted(set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
-                               "situation", "story", "labels", "dislikes", "openings"})
+    unknown = sorted(map(str, set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
+                               "situation", "story", "labels", "dislikes", "openings"}))   # keys of any type
     if unknown:
         r.fail(unknown[0], "is not a scenario field", "remove it or fix its spelling")
 
     case_id = r.text(d, "id")
+    if case_id_problem(case_id):       # ids become file names: cases/<id>.md, <id>_result.json
+        r.fail("id", f"is {case_id!r}, not a plain name", CASE_ID_RULE)
     p = r.mapping(d, "persona", keys=("name", "gender", "age", "social_persona", "inner_core"))
     age = r.get(p, "age", "persona.")
     if not isinstance(age, int) or isinstance(age, bool) or not 10 <= age <= 100:
