@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = summary.round(2)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out, index=False)
+        from echo_lib.provenance import write_text
+        write_text(args.out, table.to_csv(index=False))   # atomic: a kill mid-write leaves the old file whole
         print(f"echo-epmq: {len(per_case)} cases of {len(table)} model(s), constants {args.constants!r} "
               f"-> {args.out}", file=sys.stderr)
     else:

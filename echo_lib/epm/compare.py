@@ -17,6 +17,7 @@ from typing import Sequence
 import pandas as pd
 
 from echo_lib.epm.termination import SUCCESS
+from echo_lib.provenance import write_text
 from echo_lib.stats import bootstrap_ci, paired_bootstrap_ci
 
 BOOTSTRAP = 1000          # resamples of cases; a 3-case run takes milliseconds
@@ -90,6 +91,6 @@ def write_comparisons(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]], 
     out_dir.mkdir(parents=True, exist_ok=True)
     intervals = model_intervals(per_case, n_boot, seed)
     paired = paired_differences(per_case, pairs, n_boot, seed)
-    intervals.to_csv(out_dir / "intervals.csv", index=False)
-    paired.to_csv(out_dir / "paired.csv", index=False)
+    write_text(out_dir / "intervals.csv", intervals.to_csv(index=False))   # atomic: a kill leaves the old file whole
+    write_text(out_dir / "paired.csv", paired.to_csv(index=False))
     return intervals, paired

@@ -15,6 +15,7 @@ from echo_lib.epm.engine import Replay, replay
 from echo_lib.epm.epmq import per_case_table, summary_table
 from echo_lib.epm.files import FileRefused, read_bytes
 from echo_lib.epm.params import EPMParams
+from echo_lib.provenance import write_text
 
 log = logging.getLogger(__name__)
 SUMMARY = "summary.json"          # stage 04's manifest of a model's folder
@@ -109,10 +110,10 @@ def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[st
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"per_case": out_dir / "per_case.csv", "summary": out_dir / "summary.csv"}
-    scored.per_case.to_csv(paths["per_case"], index=False)
+    write_text(paths["per_case"], scored.per_case.to_csv(index=False))   # atomic: a kill leaves the old file whole
     cases = scored.per_case.groupby("Model", sort=False).size()
     summary = scored.summary.round(2).assign(Cases=lambda t: t["Model"].map(cases), Constants=constants)
-    summary.to_csv(paths["summary"], index=False)
+    write_text(paths["summary"], summary.to_csv(index=False))
     return paths
 
 

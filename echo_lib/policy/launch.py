@@ -32,7 +32,8 @@ def run_accelerate(cfg, variant: str, out_dir: Path) -> None:
     """Write the run config beside the variant's outputs and run the training under accelerate."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config_file = out_dir / "run_config.json"
-    config_file.write_text(json.dumps(cfg.raw, indent=1))    # names of key variables only, never keys
+    from echo_lib.provenance import write_text
+    write_text(config_file, json.dumps(cfg.raw, indent=1))    # names of key variables only, never keys; atomic
     cmd = command(cfg, variant, config_file)
     print("running:", shlex.join(cmd), flush=True)
     subprocess.run(cmd, check=True)

@@ -15,6 +15,7 @@ from typing import Mapping
 import pandas as pd
 import yaml
 
+from echo_lib.provenance import write_text
 from echo_lib.report.paper_tables import success_rate
 from echo_lib.report.tables import format_cell, write_table
 
@@ -121,11 +122,11 @@ def write_claims(table: pd.DataFrame, out_dir: str | Path, run: RunConditions) -
     """claims.md and claims.tex (+ claims.csv) in the paper folder."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "claims.md").write_text(to_markdown(table, run), encoding="utf-8")
+    write_text(out_dir / "claims.md", to_markdown(table, run))   # atomic (UTF-8), as every file below
     shown = table.drop(columns=LATEX_HIDDEN_COLUMNS)
     # as wide as the text: the text columns wrap (S narrow, W wide: main.tex's ragged X columns)
     paths = write_table(shown, out_dir, "claims", formats={REPORTED_COLUMN: _as_given, MEASURED_COLUMN: _as_given},
                         column_format="SSrWlrW", wrap_headers=True, full_width=True)
-    table.to_csv(out_dir / "claims.csv", index=False)   # the CSV twin keeps the source column
+    write_text(out_dir / "claims.csv", table.to_csv(index=False))   # the CSV twin keeps the source column
     return [out_dir / "claims.md", *paths]
 

@@ -15,6 +15,8 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from echo_lib.provenance import write_text
+
 # Order matters: the backslash first, so the escapes added later are not escaped again.
 _LATEX_SPECIAL = [("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
                   ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"),
@@ -106,8 +108,8 @@ def write_table(df: pd.DataFrame, out_dir: str | Path, name: str, **latex_option
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tex, csv = out_dir / f"{name}.tex", out_dir / f"{name}.csv"
-    tex.write_text(to_latex(df, **latex_options), encoding="utf-8")
-    df.to_csv(csv, index=False)
+    write_text(tex, to_latex(df, **latex_options))   # atomic (UTF-8): a kill leaves the old file whole
+    write_text(csv, df.to_csv(index=False))
     return [tex, csv]
 
 
@@ -122,6 +124,7 @@ def write_macros(values: Mapping[str, object], out_dir: str | Path, name: str = 
     lines = ["% Written by stage 07 (notebooks/07_paper.py) from this run's results; do not edit."]
     lines += [rf"\newcommand{{\{k}}}{{{escape_latex(format_cell(v))}}}" for k, v in values.items()]
     tex, csv = out_dir / f"{name}.tex", out_dir / f"{name}.csv"
-    tex.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    pd.DataFrame({"macro": list(values), "value": [format_cell(v) for v in values.values()]}).to_csv(csv, index=False)
+    write_text(tex, "\n".join(lines) + "\n")
+    write_text(csv, pd.DataFrame({"macro": list(values), "value": [format_cell(v) for v in values.values()]})
+               .to_csv(index=False))
     return [tex, csv]

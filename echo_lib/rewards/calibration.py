@@ -15,6 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
+from echo_lib.provenance import write_text
+
 DECISION_FILE = "decision.json"
 
 
@@ -40,7 +42,7 @@ def decision_path(adapter: str | Path) -> Path:
 def write_decision(adapter: str | Path, threshold: float, recall: float, rows: Sequence[dict]) -> dict:
     record = {"human_threshold": threshold, "machine_recall": recall, "n_items": len(rows),
               "set_on": "training items (reward_models.eval.max_train_items)"}
-    decision_path(adapter).write_text(json.dumps(record, indent=1) + "\n")
+    write_text(decision_path(adapter), json.dumps(record, indent=1) + "\n")   # atomic: never half a decision
     return record
 
 

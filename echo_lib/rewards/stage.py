@@ -204,7 +204,7 @@ def probe(cfg, kind: str) -> dict:
 
 def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], trained: TrainResult | None,
                   probe_metrics: dict | None = None, shuffled: TrainResult | None = None) -> dict:
-    from echo_lib.provenance import provenance, write_json, write_jsonl
+    from echo_lib.provenance import provenance, write_json, write_jsonl, write_text
     paths = rm_paths(cfg, kind)
     by_model = {name: m for name, (m, _) in results.items()}
     main = {name: m for name, m in by_model.items() if name in ("base", "trained")}
@@ -228,10 +228,12 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
               "provenance": provenance(cfg, stage="02_reward_models", kind=kind)}
     write_json(paths.metrics, record)
     table = metrics_table({**by_model, **({"probe": probe_metrics} if probe_metrics else {})})
-    with open(paths.table, "w", newline="") as fh:
-        w = csv.DictWriter(fh, ["metric", *by_model, *(["probe"] if probe_metrics else [])])
-        w.writeheader()
-        w.writerows(table)
+    import io
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, ["metric", *by_model, *(["probe"] if probe_metrics else [])])
+    w.writeheader()
+    w.writerows(table)
+    write_text(paths.table, buf.getvalue())   # atomic: a kill mid-write leaves the old table whole
     write_jsonl(paths.eval_rows, ({"model": name, **r} for name, (_, rows) in results.items() for r in rows))
     return record
 

@@ -246,8 +246,11 @@ def log_rows(stage: str, history: list[dict]) -> list[dict]:
 
 
 def write_log(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, LOG_COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
+    import io
+
+    from echo_lib.provenance import write_text
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, LOG_COLUMNS)
+    w.writeheader()
+    w.writerows(rows)
+    write_text(path, buf.getvalue())   # atomic: a kill mid-write leaves the old log whole

@@ -6,7 +6,9 @@ adds what EMPA's files do not hold: termination type, judge failures, the Direct
 parameter, the role models and the seeds. `<case_id>_error.json` records a case that could not run
 (invalid scenario, judge unusable, model error) with the reason. A finished case is not played again
 unless its file was made with other parameters, models or seeds; a failed one is retried on the next run
-(its error file goes once it finishes).
+(its error file goes once it finishes). Files are read back as regular files of bounded size only (a FIFO
+or a link to /dev/zero in the folder is refused, not read); one that cannot be read or is malformed is
+named (a row of status "unreadable" in summary.json, a warning) and the other cases are summarised.
 """
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ from pathlib import Path
 
 from echo_lib.epm import physics
 from echo_lib.epm.case_meta import case_id_problem
-from echo_lib.epm.empa_io import read_result, result_dict
+from echo_lib.epm.empa_io import MAX_RESULT_BYTES, read_result, result_dict
 from echo_lib.epm.engine import replay
+from echo_lib.epm.files import FileRefused, read_bytes
 from echo_lib.epm.mdep import Rubric
 from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
@@ -103,10 +106,12 @@ def finished(out_dir: str | Path, case_id: str, meta: RunMeta | None = None, sce
         return False
     if meta is None:
         return True
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:       # a regular file of bounded size only (a FIFO would hang the run, /dev/zero fill the memory)
+        data = _read_json(path, "a result file")
         stored = data.get("sandbox", {}) if isinstance(data, dict) else {}
-    except (OSError, ValueError, RecursionError):   # unreadable, not JSON, too deep: played again
+        stored = stored if isinstance(stored, dict) else {}
+    except (OSError, ValueError, RecursionError) as err:   # unreadable, refused, not JSON, too deep: played again
+        log.warning("%s cannot be read (%s); playing the case again", path, err)
         return False
     now = json.loads(json.dumps(meta.block()))      # as it would be stored (tuples -> lists)
     if scenario is not None:
@@ -195,27 +200,57 @@ def case_files(out_dir: str | Path, case_ids=None) -> tuple[list[Path], list[Pat
     return [p for p in files if case_of(p) in ids], [p for p in files if case_of(p) not in ids]
 
 
+def _read_json(path: Path, what: str):
+    """The JSON of a regular file of at most MAX_RESULT_BYTES (FileRefused / ValueError otherwise)."""
+    data = read_bytes(path, MAX_RESULT_BYTES, what)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as err:   # not UTF-8, not JSON, nested too deeply
+        raise ValueError(f"not a readable JSON file ({type(err).__name__}: {err})") from None
+
+
+def _result_row(path: Path) -> dict:
+    run = read_result(path)                       # names the file and the field that is wrong
+    data = _read_json(path, "a result file")
+    sb = data.get("sandbox", {}) if isinstance(data, dict) else {}
+    rep = replay(run, EPMParams(**sb["parameters"]["epm"])) if sb else replay(run)
+    return {"case_id": run.case_id, "status": "finished", "termination": sb.get("termination_type", ""),
+            "turns": rep.total_turns, "E_total": round(rep.E_total, 2),
+            "P0": tuple(int(x) for x in rep.P0), "P_final": rep.final_P,
+            "r_final": round(physics.norm(rep.final_P), 2), "judge_failures": sb.get("judge_failures", 0),
+            "reason": run.termination_reason}
+
+
+def _error_row(path: Path) -> dict:
+    data = _read_json(path, "an error file")
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("script_id", "stage", "reason")):
+        raise ValueError("not an error file of the sandbox (script_id, stage and reason as text)")
+    return {"case_id": data["script_id"], "status": "error", "termination": "", "turns": data.get("turn", 0),
+            "E_total": None, "P0": None, "P_final": None, "r_final": None, "judge_failures": None,
+            "reason": f"{data['stage']}: {data['reason']}"}
+
+
 def summary_rows(out_dir: str | Path, case_ids=None) -> list[dict]:
     """One row per case of a model's folder: finished cases (from their result files) and failures;
-    with `case_ids`, only those cases."""
+    with `case_ids`, only those cases. A file that cannot be read (not a regular file, too large, not
+    JSON, malformed, not replayable) is a row of status "unreadable" naming the file and the problem, and
+    a warning; the other files are summarised."""
     out_dir = Path(out_dir)
     mine, _ = case_files(out_dir, case_ids)
     rows = []
-    for path in (p for p in mine if p.name.endswith(RESULT)):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        run = read_result(path)
-        rep = replay(run, EPMParams(**data["sandbox"]["parameters"]["epm"])) if "sandbox" in data else replay(run)
-        sb = data.get("sandbox", {})
-        rows.append({"case_id": run.case_id, "status": "finished", "termination": sb.get("termination_type", ""),
-                     "turns": rep.total_turns, "E_total": round(rep.E_total, 2),
-                     "P0": tuple(int(x) for x in rep.P0), "P_final": rep.final_P,
-                     "r_final": round(physics.norm(rep.final_P), 2), "judge_failures": sb.get("judge_failures", 0),
-                     "reason": run.termination_reason})
-    for path in (p for p in mine if p.name.endswith(ERROR)):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        rows.append({"case_id": data["script_id"], "status": "error", "termination": "", "turns": data.get("turn", 0),
-                     "E_total": None, "P0": None, "P_final": None, "r_final": None, "judge_failures": None,
-                     "reason": f"{data['stage']}: {data['reason']}"})
+    for path in [*(p for p in mine if p.name.endswith(RESULT)), *(p for p in mine if p.name.endswith(ERROR))]:
+        try:
+            rows.append(_result_row(path) if path.name.endswith(RESULT) else _error_row(path))
+        except Exception as err:      # any one bad file costs its own row only
+            if isinstance(err, FileRefused):
+                problem = f"{err.problem}; fix: {err.fix}"
+            else:
+                problem = str(err).removeprefix(f"{path}: ")
+                problem = problem if isinstance(err, ValueError) else f"{type(err).__name__}: {problem}"
+            log.warning("%s: not summarised, cannot be read: %s", path, problem)
+            rows.append({"case_id": path.name.removesuffix(RESULT).removesuffix(ERROR), "status": "unreadable",
+                         "termination": "", "turns": None, "E_total": None, "P0": None, "P_final": None,
+                         "r_final": None, "judge_failures": None, "reason": f"{path.name}: {problem}"})
     return sorted(rows, key=lambda r: r["case_id"])
 
 

@@ -8,6 +8,11 @@ answers the calls a killed run already made). Invalid scenario files are recorde
 file and field, and the other cases run. When more of the cases failed than sandbox_run's
 max_failed_fraction allows (or all of them), the stage raises SandboxFailed with the first error, after
 writing every file: a whole-run failure (a refused key, a server without tool calls) is not a result.
+
+A case whose files cannot be written costs that case only: a result the replay does not reproduce or a
+write refused (a full disk) makes it a failed case (stage "result_file", its error file says why) and the
+other cases go on; a case that could not be recorded at all (its error file refused too) fails the stage
+at the end, after every other file and summary.json are written (a rerun plays only that case again).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from pathlib import Path
 
 from echo_lib.sandbox.actor import Actor
 from echo_lib.sandbox.judge import Judge
-from echo_lib.sandbox.loop import CaseState, Players, play
+from echo_lib.sandbox.loop import CaseError, CaseState, Players, play
 from echo_lib.sandbox.results import (RunMeta, code_fingerprint, finished, summary_rows, write_case, write_error,
                                       write_summary)
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
@@ -84,22 +89,55 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
                    config_hash=cfg.hash, fingerprints={"models": identities, "code": code_fingerprint()})
 
     selection = select_cases(cfg)
+    unrecorded: dict[str, str] = {}     # case id -> why neither its result nor its error file could be written
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
-        write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
+        try:
+            write_error(out, bad.case_id, meta, "scenario", 0, bad.error, source=bad.path)
+        except Exception as err:        # a full disk: this case's record only; the others still run
+            unrecorded[bad.case_id] = f"its error file: {type(err).__name__}: {err}"
+            log.error("case %s: could not be recorded (%s)", bad.case_id, unrecorded[bad.case_id])
     skipped = [sc.id for sc in selection.scenarios if finished(out, sc.id, meta, sc)]
     todo = [sc for sc in selection.scenarios if sc.id not in skipped]
     if skipped:
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
     show = cfg.llm.progress if progress is None else progress
-    cases = play(todo, players, p, epm, on_end=lambda c: write_case(c, out, meta), progress=show) if todo else []
+    on_end = lambda c: record_case(c, out, meta, unrecorded)   # noqa: E731
+    cases = play(todo, players, p, epm, on_end=on_end, progress=show) if todo else []
     named = [sc.id for sc in selection.scenarios] + [b.case_id for b in selection.invalid]
     write_summary(out, model, named)
     failed = [(b.case_id, f"scenario: {b.error}") for b in selection.invalid]
     failed += [(c.scenario.id, f"{c.error.stage}: {c.error.reason}") for c in cases if c.error is not None]
+    if unrecorded:
+        raise SandboxFailed(f"stage 04 for model {model!r}: {len(unrecorded)} case(s) could not be recorded in {out} "
+                            f"(no result nor error file; the other cases' files and summary.json are written, a rerun "
+                            "plays only these again): " + "; ".join(f"{k}: {v}" for k, v in unrecorded.items()))
     check_failure_budget(model, failed, len(selection.scenarios) + len(selection.invalid), p.max_failed_fraction)
     return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
                          seconds=time.perf_counter() - start, rows=summary_rows(out, named))
+
+
+def record_case(c: CaseState, out: Path, meta: RunMeta, unrecorded: dict[str, str]) -> None:
+    """write_case as the case ends, where a failure costs this case only: a finished case whose result
+    cannot be written (the replay disagrees, the disk is full) becomes a failed case at stage "result_file"
+    with the cause in its error file; when that cannot be written either, `unrecorded` says why."""
+    try:
+        write_case(c, out, meta)
+        return
+    except Exception as err:          # not BaseException: Ctrl-C / a kill still stops the run
+        why = f"{type(err).__name__}: {err}"
+    if c.error is None:
+        c.error = CaseError("result_file", c.ending.turn if c.ending else 0,
+                            f"the case ended ({c.ending.kind if c.ending else 'no ending'}) but its result file "
+                            f"could not be written: {why}")
+        log.error("%s: %s", c.scenario.id, c.error.reason)
+        try:
+            write_case(c, out, meta)
+            return
+        except Exception as err:
+            why = f"{why}; then its error file: {type(err).__name__}: {err}"
+    unrecorded[c.scenario.id] = why
+    log.error("%s: could not be recorded (%s); the other cases go on", c.scenario.id, why)
 
 
 def check_failure_budget(model: str, failed: list[tuple[str, str]], total: int, budget: float) -> None:

@@ -10,10 +10,12 @@ annotator: profile_consistent, strategy_consistent as yes/no); `read_verdicts` i
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from echo_lib.provenance import write_text
 from echo_lib.scenarios.cases import stratified_order
 from echo_lib.scenarios.schema import Scenario
 
@@ -42,16 +44,15 @@ def export_sample(scenarios: Sequence[Scenario], profiles: dict[str, dict], theo
                   fraction: float, minimum: int, seed: int, path: str | Path) -> list[str]:
     """Write the annotation sheet (blank verdict columns); returns the sampled scenario ids."""
     chosen = stratified_order(list(scenarios), sample_size(len(scenarios), fraction, minimum), seed)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        for s in chosen:
-            writer.writerow({"scenario_id": s.id, "dominant_axis": s.labels.dominant_axis,
-                             "profile": "; ".join(f"{k}: {v}" for k, v in profiles[s.id].items()),
-                             "theorems": " | ".join(theorems[s.id]), "annotator": "",
-                             "profile_consistent": "", "strategy_consistent": "", "comment": ""})
+    buf = io.StringIO(newline="")
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS)
+    writer.writeheader()
+    for s in chosen:
+        writer.writerow({"scenario_id": s.id, "dominant_axis": s.labels.dominant_axis,
+                         "profile": "; ".join(f"{k}: {v}" for k, v in profiles[s.id].items()),
+                         "theorems": " | ".join(theorems[s.id]), "annotator": "",
+                         "profile_consistent": "", "strategy_consistent": "", "comment": ""})
+    write_text(path, buf.getvalue())   # atomic (UTF-8): a kill mid-write leaves no half sheet
     return [s.id for s in chosen]
 
 
