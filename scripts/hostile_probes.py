@@ -26,7 +26,9 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", ".cach
 
 def probes() -> list[tuple[str, object]]:
     found = []
-    for path in sorted((ROOT / "scripts" / "hostile").glob("*.py")):
+    folder = ROOT / "scripts" / "hostile"
+    sys.path.insert(0, str(folder))     # for the helpers the modules share (_common.py)
+    for path in sorted(p for p in folder.glob("*.py") if not p.name.startswith("_")):
         spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

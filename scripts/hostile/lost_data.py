@@ -10,23 +10,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
 import sys
-import textwrap
 import threading
 from pathlib import Path
 
-def _child(work: Path, code: str, fsize: int) -> subprocess.CompletedProcess:
-    """`code` in a child whose files may not grow past `fsize` bytes (a full disk)."""
-    pre = textwrap.dedent(f"""
-        import resource, signal, sys
-        sys.path.insert(0, {str(work)!r})
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, ({fsize}, resource.RLIM_INFINITY))
-    """)
-    return subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code)], cwd=work, capture_output=True,
-                          text=True, timeout=300)
-
+from _common import full_disk_child   # scripts/hostile/_common.py (the runner puts the folder on sys.path)
 
 def _sandbox(work: Path, name: str):
     """(config, LLMs) of a three-case stage 04 on the fakes, in its own results folder."""
@@ -111,7 +99,7 @@ def epmq_out_on_a_full_disk(work: Path):
     table = folder / "epmq.csv"
     old = "Model,EPM-Q\nearlier,12.34\n"
     table.write_text(old)
-    child = _child(work, f"""
+    child = full_disk_child(work, f"""
         from echo_lib.epm.cli import main
         try:
             rc = main([{str(out.parent)!r}, "--out", {str(table)!r}])
@@ -132,7 +120,7 @@ def paper_table_on_a_full_disk(work: Path):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "t.tex").write_text("% earlier\n")
     (folder / "t.csv").write_text("x\n1\n")
-    child = _child(work, f"""
+    child = full_disk_child(work, f"""
         import pandas as pd
         from echo_lib.report.tables import write_table
         try:

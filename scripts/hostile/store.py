@@ -12,10 +12,10 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from _common import full_disk_child   # scripts/hostile/_common.py (the runner puts the folder on sys.path)
 
 _TINY: dict[Path, Path] = {}
 
@@ -61,18 +61,6 @@ def _capture() -> _Caught:
     h = _Caught()
     logging.getLogger("echo_lib").addHandler(h)
     return h
-
-
-def _child(work: Path, code: str, fsize: int) -> subprocess.CompletedProcess:
-    """`code` in a child whose files may not grow past `fsize` bytes (a full disk)."""
-    pre = textwrap.dedent(f"""
-        import resource, signal, sys
-        sys.path.insert(0, {str(work)!r})
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, ({fsize}, resource.RLIM_INFINITY))
-    """)
-    return subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code)], cwd=work, capture_output=True,
-                          text=True, timeout=300)
 
 
 # ---- class 1: read-out heads that do not fit ---------------------------------------------------------------
@@ -142,8 +130,8 @@ def provenance_write_cut_short(work: Path):
         ProvenanceLog({path!r}).record(op={op!r}, model={{"name": "tiny"}}, settings={{}}, usage=Usage(), seconds=0.1)
         print("recorded")
     """
-    cut = _child(work, record.format(path=str(path), op="cut short"), path.stat().st_size + 60)
-    after = _child(work, record.format(path=str(path), op="next"), 1 << 30)
+    cut = full_disk_child(work, record.format(path=str(path), op="cut short"), path.stat().st_size + 60)
+    after = full_disk_child(work, record.format(path=str(path), op="next"), 1 << 30)
     from echo_lib.llm.provenance import read_records
     caught = _capture()
     try:
@@ -188,7 +176,7 @@ def full_disk_keeps_earlier_results(work: Path):
             except OSError as err:
                 print(what, "failed:", type(err).__name__, err.strerror)
     """
-    child = _child(work, code, 4096)
+    child = full_disk_child(work, code, 4096)
     x = np.random.default_rng(3).normal(size=(2, 32))
     try:
         back = ReadoutHeads.load(folder / "heads", hidden_size=32, n_layers=2)
