@@ -102,9 +102,13 @@ def precision_args(base: TrainBase) -> dict[str, Any]:
 def save_trained(trainer, out_dir: str | Path) -> Path:
     """Save what the trainer trained (a LoRA adapter, or the whole model) to out_dir through the trainer,
     which gathers ZeRO-3 shards and writes on the main process only; then read it back there."""
+    from transformers.trainer import TRAINING_ARGS_NAME
     out_dir = Path(out_dir)
     trainer.save_model(str(out_dir))
     if trainer.is_world_process_zero():
+        # the pickled arguments name a temporary folder: they would change the folder's content fingerprint
+        # (llm.hf.fingerprint, the call cache's key) at every run although the weights are the same
+        (out_dir / TRAINING_ARGS_NAME).unlink(missing_ok=True)
         check_saved(out_dir)
     return out_dir
 

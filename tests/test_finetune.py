@@ -99,3 +99,18 @@ def test_full_fine_tuning_trains_every_parameter(tmp_path, tiny_lm_dir):
     trainer = make_trainer(model, tok, rows, [lambda completions, **_: [0.0] * len(completions)], params, tmp_path, 0)
     trainable = [p.requires_grad for p in trainer.model.parameters()]
     assert all(trainable) and not hasattr(trainer.model, "peft_config")
+
+
+def test_a_saved_adapter_has_the_same_fingerprint_when_retrained_alike(tmp_path, tiny_lm_dir):
+    """Saving goes through the trainer (ZeRO-3 gathers there), which also pickles its arguments with a
+    temporary folder's name: left in the adapter folder, they would give every retrain a new cache key."""
+    from echo_lib.llm.hf import fingerprint
+    from echo_lib.policy.rewards import RolloutLog
+    from echo_lib.policy.train import train_policy
+    rows = [{"prompt": [{"role": "user", "content": "hi"}]}]
+    params = PolicyParams(grpo=PolicyGRPO(steps=1, prompts_per_step=1, num_generations=2, max_completion_length=4))
+    reward = [lambda completions, **_: [float(len(c[0]["content"])) for c in completions]]
+    saved = [train_policy(tiny_lm_dir, rows, reward, RolloutLog(), params, tmp_path / name, seed=0).adapter_dir
+             for name in ("a", "b")]
+    assert not (tmp_path / "a" / "adapter" / "training_args.bin").exists()
+    assert fingerprint(saved[0]) == fingerprint(saved[1])
