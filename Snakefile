@@ -19,6 +19,8 @@ from echo_lib.empa_source import EmpaParams, layout_file, unavailable_reason
 from echo_lib.model_setup import check_pins
 from echo_lib.notebook import run_notebook
 
+report: "report/workflow.rst"   # the front page of `snakemake --report`
+
 if not workflow.overwrite_configfiles:  # no --configfile given: the tiny scale
     configfile: "config/default.yaml"
 
