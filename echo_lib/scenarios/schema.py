@@ -232,7 +232,8 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
     priorities = Priorities(**prio)
 
     e = r.mapping(d, "experiences", keys=("childhood", "adolescence", "young_adulthood", "growth_arc"))
-    experiences = Experiences(*(r.text(e, k, "experiences.")
+    # growth_arc may be empty in an imported case (EMPA has one without it); own cases write it
+    experiences = Experiences(*(r.text(e, k, "experiences.", allow_empty=k == "growth_arc" and language != "en")
                                 for k in ("childhood", "adolescence", "young_adulthood", "growth_arc")))
     s = r.mapping(d, "situation", keys=("current", "life_goal", "vision"))
     situation = Situation(*(r.text(s, k, "situation.") for k in ("current", "life_goal", "vision")))
