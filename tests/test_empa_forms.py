@@ -12,7 +12,7 @@ import pytest
 
 from echo_lib.scenarios import import_empa
 from echo_lib.scenarios.check import check_folder
-from echo_lib.scenarios.empa_import import ordered_priorities
+from echo_lib.epm.case_meta import ordered_priorities
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "empa"

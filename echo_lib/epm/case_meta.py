@@ -187,6 +187,9 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
     numbered = _numbered_order(block)
     if numbered:                           # "1. 动机共情 … 2. 情感共情 … 3. 认知共情 …" with no level words
         return _by_rank(numbered)
+    ordered = ordered_priorities(profile)  # "最高 / 核心 / 次要", "1. 情感共情（…） > 2. …" (below)
+    if ordered:
+        return ordered
     name, axis = next((n, a) for n, a in NEED_ZH.items() if a not in out)
     raise ValueError(f"{path}: no priority level found for {name} ({axis}); write it as "
                      f"'{name}：高优先级' (高/中/低)")
@@ -194,6 +197,56 @@ def parse_priorities(text: str, path: Path) -> dict[str, str]:
 
 _NEED = "(认知共情|情感共情|动机共情)"
 _RANKING = re.compile(rf"{_NEED}\s*[>＞]\s*{_NEED}\s*[>＞]\s*{_NEED}")
+
+
+# ---- need priorities written as an order ---------------------------------------------------------------
+# parse_priorities reads 高/中/低 (and 最高/其次/最后, and plain rankings); some authors wrote only an order
+# instead. ordered_priorities reads those, only where the levels above find none, so every case they read
+# keeps its levels.
+_GLOSS = re.compile(r"（[^（）\n]*）|\([^()\n]*\)")
+_LIST_NUMBER = re.compile(r"(?<!\d)[123]\s*[.、．]\s*(?=" + _NEED + ")")
+LEVELS_BY_RANK = ("High", "Medium", "Low")
+# the words of an order, each with its place (lower: first) and, when it says one, its absolute level
+ORDER_WORDS = {"最高": (0, "High"), "极高": (0, "High"), "最优先": (0, "High"), "首要": (0, "High"),
+               "高": (0, "High"), "核心": (1, None), "其次": (2, None), "次级": (2, None), "次要": (2, None),
+               "中": (2, "Medium"), "再次": (3, None), "最后": (3, None), "最低": (4, "Low"), "低": (4, "Low")}
+_ORDER_WORD = re.compile("|".join(sorted(ORDER_WORDS, key=len, reverse=True)))
+ORDER_HEAD_CHARS = 10     # how far after a need's name its order word may sit (as HEAD_CHARS)
+
+
+def _order_head(block: str, pos: int) -> str:
+    return re.split(r"[\n；;]", block[pos:pos + ORDER_HEAD_CHARS], maxsplit=1)[0]
+
+
+def ordered_priorities(profile: str) -> dict[str, str] | None:
+    """The three need levels (by axis C/A/P) of a priority block written as an order; None when it is none.
+
+    - a ranking whose needs carry glosses or list numbers, "1. 情感共情（…） > 2. 动机共情（…） > 3. 认知共情（…）":
+      first High, second Medium, third Low;
+    - an order word at the head of each need's entry ("最高优先级", "核心优先级", "[优先级：次要]", "其次",
+      "再次"): words that name a level (最高, 高, 中, 低, 最低) keep it; the others (核心, 其次/次级/次要,
+      再次/最后) take High, Medium, Low by their place among the distinct places the three entries use
+      (最高 / 核心 / 次要 is High / Medium / Low; 最高 / 其次 / 再次 too; 核心 three times is High each)."""
+    start = profile.find("当下共情需求优先级")
+    if start < 0:
+        return None
+    block = profile[start + len("当下共情需求优先级"):]
+    plain = _LIST_NUMBER.sub("", _GLOSS.sub("", block))
+    ranking = _RANKING.search(plain)
+    if ranking and len(set(ranking.groups())) == 3:
+        return {NEED_ZH[name]: level for name, level in zip(ranking.groups(), LEVELS_BY_RANK)}
+    words = {}
+    for name, axis in NEED_ZH.items():
+        for m in re.finditer(name, block):       # the entry, not a mention inside another need's text
+            word = _ORDER_WORD.search(_order_head(block, m.end()))
+            if word:
+                words[axis] = word.group(0)
+                break
+    if len(words) != len(NEED_ZH):
+        return None
+    places = sorted({ORDER_WORDS[w][0] for w in words.values()})
+    return {axis: ORDER_WORDS[w][1] or LEVELS_BY_RANK[min(places.index(ORDER_WORDS[w][0]), 2)]
+            for axis, w in words.items()}
 
 
 def _by_rank(names: tuple[str, ...]) -> dict[str, str]:
