@@ -8,13 +8,21 @@ that holds at least::
 
 papermill cannot read .py files, so `run_notebook` converts with jupytext in memory and hands
 papermill the notebook object (it injects the parameters after the tagged cell).
+
+The kernel talks to papermill over IPC (Unix) sockets in a private temporary folder rather than TCP on
+localhost: nothing else on the machine can connect to it, and ipykernel has no reason to print its
+"Kernel is running over TCP without encryption" warning into `make all`'s terminal for every stage.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import random
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -79,6 +87,35 @@ def _environment(overrides: Mapping[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+@functools.lru_cache(maxsize=None)
+def kernel_manager_class() -> type:
+    """papermill's (nbclient's) kernel manager, with the kernel's sockets on IPC in a folder of its own.
+
+    Each manager gets a fresh 0700 folder from mkdtemp: stages that Snakemake runs at once never pick
+    the same socket names (jupyter_client's IPC default, "kernel-ipc-<n>" in the working directory,
+    would race between them), and the folder goes when the kernel shuts down or the manager is freed.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs: Any) -> None:
+            folder = tempfile.mkdtemp(prefix="echo-kernel-")
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", os.path.join(folder, "kernel"))
+            super().__init__(**kwargs)
+            self._ipc_folder = folder
+            weakref.finalize(self, shutil.rmtree, folder, True)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart:
+                shutil.rmtree(self._ipc_folder, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources
+
+    return IPCKernelManager
+
+
 def run_notebook(py: str | Path, out_ipynb: str | Path, parameters: Mapping[str, Any],
                  log: str | Path | None = None, timeout: int | None = None,
                  threads: int | None = None, wait_policy: str = "passive") -> Path:
@@ -87,12 +124,13 @@ def run_notebook(py: str | Path, out_ipynb: str | Path, parameters: Mapping[str,
     Cell outputs stream to `log` as they happen, so a long stage can be followed with `tail -f`.
     A failing cell raises papermill's PapermillExecutionError; the executed copy up to the failure
     is still written, which is where to look first. With `threads`, the kernel's OpenMP threads and
-    their wait policy are set (see thread_env); Snakemake passes each rule's own.
+    their wait policy are set (see thread_env); Snakemake passes each rule's own. The kernel also gets
+    `progress.pipeline_env()`: ECHO_PIPELINE=1 and TQDM_MININTERVAL, one line per bar every 30 s.
     """
     import jupytext
     import papermill
 
-    from echo_lib.progress import PIPELINE_ENV
+    from echo_lib.progress import pipeline_env
 
     root = project_root()
     py, out_ipynb = Path(py), Path(out_ipynb)
@@ -101,13 +139,13 @@ def run_notebook(py: str | Path, out_ipynb: str | Path, parameters: Mapping[str,
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata.setdefault("language_info", {"name": "python"})
     handler = _log_to(log) if log else None
-    env = {PIPELINE_ENV: "1", **(thread_env(threads, wait_policy) if threads else {})}   # no progress bars in logs
+    env = {**pipeline_env(), **(thread_env(threads, wait_policy) if threads else {})}
     try:
         with _environment(env):
             papermill.execute_notebook(
                 nb, str(out_ipynb), parameters=dict(parameters), kernel_name="python3",
                 progress_bar=False, log_output=handler is not None, cwd=str(root),
-                execution_timeout=timeout)
+                execution_timeout=timeout, kernel_manager_class=kernel_manager_class())
     finally:
         if handler:
             logging.getLogger("papermill").removeHandler(handler)

@@ -1,7 +1,10 @@
 """Who is watching a long step: a person (progress bars) or the DAG's log files (a line every N steps).
 
-`run_notebook` sets ECHO_PIPELINE=1 for the stage notebooks Snakemake executes; a notebook stepped
-through in JupyterLab, or a script, runs without it.
+`run_notebook` starts the stage notebooks Snakemake executes with `pipeline_env()`: ECHO_PIPELINE=1, and
+TQDM_MININTERVAL=30 so that every tqdm bar in the kernel and its child processes (echo_lib's own bars,
+transformers' "Loading weights", the GGUF conversion, huggingface_hub's downloads) writes a line to the
+stage log at most every 30 seconds instead of one per update. A notebook stepped through in JupyterLab,
+or a script, runs without them and keeps live bars.
 """
 from __future__ import annotations
 
@@ -10,6 +13,18 @@ import os
 
 PIPELINE_ENV = "ECHO_PIPELINE"
 LOG_EVERY = 10   # steps between two log lines of a training run in the DAG
+TQDM_INTERVAL_ENV = "TQDM_MININTERVAL"   # tqdm reads its defaults from TQDM_<ARG> (tqdm.utils.envwrap)
+BAR_INTERVAL_S = 30   # seconds between two lines of one progress bar in a stage log
+# tqdm.auto in a kernel without ipywidgets warns once per stage, then falls back to text bars (fine here)
+QUIET_WARNINGS = "ignore:IProgress not found"
+
+
+def pipeline_env() -> dict[str, str]:
+    """Environment of a kernel the DAG runs: no person watches, and progress bars print one line per
+    BAR_INTERVAL_S (a TQDM_MININTERVAL already set outside wins, e.g. to follow a run more closely)."""
+    warnings = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), QUIET_WARNINGS) if w)
+    return {PIPELINE_ENV: "1", TQDM_INTERVAL_ENV: os.environ.get(TQDM_INTERVAL_ENV) or str(BAR_INTERVAL_S),
+            "PYTHONWARNINGS": warnings}
 
 
 def interactive() -> bool:
