@@ -89,4 +89,5 @@ def test_training_logs_a_line_every_n_steps_in_the_dag_only(monkeypatch, caplog,
         for step in range(1, 26):
             callback.on_log(None, SimpleNamespace(global_step=step), None, logs={"loss": 0.5})
         callback.on_log(None, SimpleNamespace(global_step=25), None, logs={"train_runtime": 3.0})
-    assert [int(r.message.split()[1].split("/")[0]) for r in caplog.records] == logged
+    # only the step logger's records: importing transformers can log a bitsandbytes warning here too
+    assert [int(r.message.split()[1].split("/")[0]) for r in caplog.records if r.name == "echo.test"] == logged
