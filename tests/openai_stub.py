@@ -8,7 +8,12 @@ GET is answered 501, as before. Every request's headers are kept in `headers`.
 
 `Stub(answer, vendor_rules=True)` also answers as the hosted APIs of config/paper.yaml's judges do to a
 request they reject, by the model id's family (`vendor_error`), before `answer` sees it: HTTP 400 with the
-vendor's error text. Without it (the default) every request reaches `answer`."""
+vendor's error text. Without it (the default) every request reaches `answer`.
+
+A reply body whose `model` is the placeholder "stub" (what `completion()` writes unless given `model=`) goes
+out with the request's model id, as a server that serves what it is asked for; `completion(model=...,
+system_fingerprint=...)` plays a server that answers with another model id (a dated snapshot, an alias).
+`Stub(answer, echo_model=False)` sends the placeholder as it is."""
 from __future__ import annotations
 
 import json
@@ -62,8 +67,9 @@ def vendor_error(body: dict) -> tuple[int, object] | None:
 
 class Stub:
     def __init__(self, answer: Answer, vendor_rules: bool = False,
-                 models: list[dict] | Callable[[], list[dict]] | None = None):
+                 models: list[dict] | Callable[[], list[dict]] | None = None, echo_model: bool = True):
         self.answer = answer
+        self.echo_model = echo_model
         self.vendor_rules = vendor_rules
         self.models = models
         self.requests: list[dict] = []
@@ -81,6 +87,8 @@ class Stub:
                 if refusal:
                     stub.rejected.append(body)
                 status, reply, *extra = refusal or stub.answer(body, self.headers)   # case-insensitive .get
+                if stub.echo_model and isinstance(reply, dict) and reply.get("model") == "stub":
+                    reply = {**reply, "model": body.get("model", "stub")}
                 self.reply(status, reply, extra[0] if extra else {})
 
             def do_GET(self):   # noqa: N802
@@ -129,8 +137,11 @@ class Stub:
         self.server.server_close()
 
 
-def completion(text: str = "", *, tool_call: dict | None = None, logprobs: list | None = None) -> dict:
-    """A chat.completion body with one choice (`logprobs`: [(token, logprob)] top tokens of the first)."""
+def completion(text: str = "", *, tool_call: dict | None = None, logprobs: list | None = None,
+               model: str = "stub", system_fingerprint: str | None = None) -> dict:
+    """A chat.completion body with one choice (`logprobs`: [(token, logprob)] top tokens of the first).
+    `model`: the id the server says it served ("stub": the request's, see Stub); `system_fingerprint`: sent
+    where given."""
     message = {"role": "assistant", "content": None if tool_call else text}
     if tool_call:
         message["tool_calls"] = [{"id": "call_0", "type": "function", "function": tool_call}]
@@ -139,5 +150,8 @@ def completion(text: str = "", *, tool_call: dict | None = None, logprobs: list 
         top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in logprobs]
         choice["logprobs"] = {"content": [{"token": logprobs[0][0], "logprob": logprobs[0][1], "bytes": None,
                                            "top_logprobs": top}]}
-    return {"id": "stub", "object": "chat.completion", "created": 0, "model": "stub", "choices": [choice],
+    body = {"id": "stub", "object": "chat.completion", "created": 0, "model": model, "choices": [choice],
             "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}
+    if system_fingerprint is not None:
+        body["system_fingerprint"] = system_fingerprint
+    return body

@@ -114,7 +114,9 @@ class LLM:
             raise
         finally:
             self.model_calls += usage.model_calls
-            usage.extra = {"corrupt_cache_entries": self.cache.corrupt, "cache": self.cache.enabled,
+            # usage.extra may hold what the backend noted (the openai backend: `served`, the model ids and system
+            # fingerprints its server says it answered with)
+            usage.extra = {**usage.extra, "corrupt_cache_entries": self.cache.corrupt, "cache": self.cache.enabled,
                            **({"error": error} if error else {})}
             self.provenance.record(op=op, model=self.backend.describe(), settings={
                 **settings, "batch_size": self.settings.batch_size, "concurrency": self.settings.concurrency},

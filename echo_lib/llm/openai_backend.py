@@ -1,8 +1,14 @@
 """The openai backend: any OpenAI-compatible chat server (vLLM, transformers serve, hosted APIs).
 
 Requests go through the official `openai` client, at most `concurrency` at a time from a thread pool,
-each retried with exponential back-off (plus jitter) on 429, 5xx, timeouts and refused connections; a
-server's Retry-After header, where it sends one, sets the least wait (up to `llm.max_backoff_s`).
+each retried with exponential back-off (plus jitter) on 408, 409, 429, 5xx, timeouts and refused connections,
+and wherever the server's `x-should-retry` header says true (false: not retried); a server's Retry-After
+header, where it sends one, sets the least wait (up to `llm.max_backoff_s`). A 429 whose error is
+`insufficient_quota` is not retried (no wait ends it): the error names the model, the server and the fix.
+
+Each reply's `model` (the id the server says it served) and `system_fingerprint` go into the Completion (so
+into its call cache entry) and into the batch's provenance record (`served`: the distinct pairs); a served id
+other than the configured one warns once per model and server in a process.
 The API key is read from the environment variable the config names and handed to the client only;
 it is never part of a cache key, a provenance record or a log line. Every error of the client leaves
 this module as an LLMError whose text has the key and any Authorization header removed (secrets.py),
@@ -194,6 +200,53 @@ def retry_after(err: Exception, cap: float) -> float:
             return 0.0
         seconds = when.timestamp() - time.time()
     return min(max(seconds, 0.0), cap)
+
+
+def error_body(err: Exception) -> dict:
+    """The `error` object of a client error's body ({} without one); Google's endpoint sends a list of them."""
+    body = getattr(err, "body", None)
+    if isinstance(body, list) and body:
+        body = body[0]
+    if isinstance(body, dict):
+        body = body.get("error", body)
+    return body if isinstance(body, dict) else {}
+
+
+def quota_exhausted(err: Exception) -> bool:
+    """A 429 that says the account's quota or credit is used up (OpenAI: `insufficient_quota`): no wait ends it."""
+    if getattr(err, "status_code", None) != 429:
+        return False
+    body = error_body(err)
+    return "insufficient_quota" in (getattr(err, "code", None), body.get("code"), body.get("type"))
+
+
+def should_retry(err: Exception) -> bool:
+    """Whether asking again may succeed, as the server means it: its `x-should-retry` header where it sends
+    one (true or false), else a refused or timed-out connection, 408 (request timeout), 409 (conflict, e.g. a
+    lock), 429 (rate limit; see quota_exhausted) and 5xx."""
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        flag = str(headers.get("x-should-retry", "")).strip().lower()
+    except (AttributeError, TypeError):
+        flag = ""
+    if flag in ("true", "false"):
+        return flag == "true"
+    status = getattr(err, "status_code", None)
+    if not isinstance(status, int):   # no HTTP answer at all: a refused or dropped connection, a timeout
+        return response is None
+    return status in (408, 409, 429) or status >= 500
+
+
+SERVED_CHARS = 200   # a served model id or fingerprint is cut to this (a hostile server may send anything)
+MAX_SERVED = 20      # distinct (model, fingerprint) pairs one provenance record lists
+_served_warned: set[tuple] = set()   # (model name, server, configured id, served id) warned about in this process
+_served_warned_lock = threading.Lock()
+
+
+def served_text(value: Any) -> str | None:
+    """A reply's `model` or `system_fingerprint` as recorded: text, at most SERVED_CHARS; None otherwise."""
+    return value[:SERVED_CHARS] if isinstance(value, str) and value.strip() else None
 
 
 def server_message(err: Exception) -> str:
@@ -536,29 +589,32 @@ class OpenAIBackend:
         names the model, the server and the fix otherwise."""
         import openai
         request = self._shape(request)
-        retryable = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                     openai.InternalServerError)
         for attempt in range(self.settings.max_retries + 1):
             try:
                 with deadline(self.settings.timeout_s):   # the whole request, not each read
                     response = self.client.chat.completions.create(**request)
                 break
-            except retryable as err:
+            except openai.AuthenticationError:
+                raise LLMError(f"{self.where} refused the API key from ${self.api_key_env} (401)") from None
+            except (openai.APIConnectionError, openai.APIStatusError) as err:   # timeouts are connection errors
                 unsendable = next((c for c in _causes(err) if type(c).__name__ in UNSENDABLE), None)
                 if unsendable is not None:   # no retry makes it sendable
                     raise self._error("could not send the request (check base_url and the API key's characters)",
                                       unsendable) from None
+                if quota_exhausted(err):   # it never succeeds: failing now saves minutes of back-off per call
+                    raise self._error("has no quota left for this account (429 insufficient_quota; not retried, it "
+                                      "does not pass with time): add credit or raise the quota in the provider's "
+                                      "billing settings, or use another API key (api_key_env) or model", err) from None
+                if not should_retry(err):   # 400, 403, 404, 422, ... or x-should-retry: false
+                    raise self._error("rejected the request" if isinstance(err, openai.BadRequestError) else "failed",
+                                      err) from None
                 if attempt == self.settings.max_retries:
                     raise self._error(f"gave up after {attempt + 1} tries", err) from None
                 with self._lock:
                     usage.retries += 1
                 wait_s = min(self.settings.max_backoff_s, self.settings.backoff_s * 2 ** attempt)
                 time.sleep(max(wait_s * (0.5 + random.random() / 2), retry_after(err, self.settings.max_backoff_s)))
-            except openai.AuthenticationError:
-                raise LLMError(f"{self.where} refused the API key from ${self.api_key_env} (401)") from None
-            except openai.BadRequestError as err:
-                raise self._error("rejected the request", err) from None
-            except openai.OpenAIError as err:   # 403, 404, ...: the server's text may quote the key
+            except openai.OpenAIError as err:   # the server's text may quote the key
                 raise self._error("failed", err) from None
             except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as err:   # a body the client
                 raise self._malformed(f"a body the client cannot read ({type(err).__name__}: "   # cannot parse
@@ -566,12 +622,42 @@ class OpenAIBackend:
         problem = reply_problem(response)
         if problem:
             raise self._malformed(problem)
+        self._note_served(response, usage)
         with self._lock:
             usage.model_calls += 1
             u = getattr(response, "usage", None)
             usage.prompt_tokens += count(getattr(u, "prompt_tokens", 0))
             usage.completion_tokens += count(getattr(u, "completion_tokens", 0))
         return response
+
+    def served_of(self, response: Any) -> tuple[str | None, str | None]:
+        """The model id the server says it answered with and its system fingerprint (None where not sent)."""
+        return tuple(None if v is None else self._clean(v) for v in
+                     (served_text(getattr(response, "model", None)),
+                      served_text(getattr(response, "system_fingerprint", None))))
+
+    def _note_served(self, response: Any, usage: Usage) -> None:
+        """Keep what the server says it served in the batch's provenance record (usage.extra["served"]); warn
+        once per model and server when the served id is not the configured one."""
+        model, fingerprint = self.served_of(response)
+        if model is None and fingerprint is None:
+            return
+        item = {"model": model, "system_fingerprint": fingerprint}
+        with self._lock:
+            served = usage.extra.setdefault("served", [])
+            if item not in served and len(served) < MAX_SERVED:
+                served.append(item)
+        if model is None or model == self.model:
+            return
+        key = (self.name, safe_url(self.base_url), self.model, model)
+        with _served_warned_lock:
+            first = key not in _served_warned
+            _served_warned.add(key)
+        if first:
+            log.warning("model %r: configured as %r, but %s says it served %r (an alias resolved to a snapshot, or "
+                        "another model); every answer records the served id and system fingerprint in the call "
+                        "cache and the provenance records. Set models.%s.id to the served id to ask for it by name",
+                        self.name, self.model, safe_url(self.base_url), model, self.name)
 
     def _malformed(self, what: str) -> LLMError:
         return LLMError(redact(f"{self.where} answered HTTP 200 with {what} instead of a chat completion; check "
@@ -636,9 +722,11 @@ class OpenAIBackend:
                         f"{text[:80]!r}. Use a server with JSON mode (vLLM, OpenAI).") from None
             u = getattr(r, "usage", None)
             finish = getattr(c, "finish_reason", None)
+            served_model, fingerprint = self.served_of(r)
             return Completion(text=text, finish_reason=finish if isinstance(finish, str) and finish else "stop",
                               prompt_tokens=count(getattr(u, "prompt_tokens", 0)),
-                              completion_tokens=count(getattr(u, "completion_tokens", 0)))
+                              completion_tokens=count(getattr(u, "completion_tokens", 0)),
+                              served_model=served_model, system_fingerprint=fingerprint)
         return self._map(len(chats), one)
 
     def choose(self, chats: Sequence[Chat], options: Sequence[str], usage: Usage) -> Iterator[tuple[int, Choice]]:

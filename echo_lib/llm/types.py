@@ -65,6 +65,10 @@ class Completion:
     finish_reason: str  # "stop" (end of turn or a stop string) or "length"
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # what an API server says it answered with (its reply's `model` and `system_fingerprint`); None for the hf
+    # backend, a server that leaves them out, and cache entries written before they were recorded
+    served_model: str | None = None
+    system_fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
