@@ -56,11 +56,17 @@ def distributed() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def load_for_training(base: TrainBase):
-    """(model, tokenizer) of `base`, loaded as its spec says. Call after the training arguments exist
-    (TRL's GRPOConfig / SFTConfig): under DeepSpeed ZeRO-3 they make this load shard the weights."""
+def as_base(base: TrainBase | str | Path) -> TrainBase:
+    """A TrainBase, or a checkpoint folder loaded as float32 on the CPU (the tests' tiny models)."""
+    return base if isinstance(base, TrainBase) else TrainBase(str(base))
+
+
+def load_for_training(base: TrainBase | str | Path):
+    """(model, tokenizer) of `base` (as_base), loaded as its spec says. Call after the training arguments
+    exist (TRL's GRPOConfig / SFTConfig): under DeepSpeed ZeRO-3 they make this load shard the weights."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    base = as_base(base)
     tok = AutoTokenizer.from_pretrained(base.weights)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token

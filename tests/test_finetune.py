@@ -92,8 +92,9 @@ def test_full_fine_tuning_is_a_config_choice_the_sandbox_can_load():
 
 
 def test_full_fine_tuning_trains_every_parameter(tmp_path, tiny_lm_dir):
-    from echo_lib.policy.train import load_policy, make_trainer
-    model, tok = load_policy(tiny_lm_dir)
+    from echo_lib.finetune import load_for_training
+    from echo_lib.policy.train import make_trainer
+    model, tok = load_for_training(tiny_lm_dir)
     rows = [{"prompt": [{"role": "user", "content": "hi"}]}]
     params = PolicyParams(finetune="full", grpo=PolicyGRPO(prompts_per_step=1, num_generations=2))
     trainer = make_trainer(model, tok, rows, [lambda completions, **_: [0.0] * len(completions)], params, tmp_path, 0)

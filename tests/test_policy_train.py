@@ -10,7 +10,8 @@ import torch
 from echo_lib.policy.data import RLPrompt, policy_chat, turns_as_messages
 from echo_lib.policy.params import PolicyGRPO, PolicyParams
 from echo_lib.policy.rewards import RolloutLog, variant_rewards
-from echo_lib.policy.train import LOG_COLUMNS, grpo_rows, load_policy, make_trainer, train_policy
+from echo_lib.finetune import load_for_training
+from echo_lib.policy.train import LOG_COLUMNS, grpo_rows, make_trainer, train_policy
 from echo_lib.rewards.reward_fn import RewardModelFn
 from test_policy import ScriptedRM
 
@@ -59,7 +60,7 @@ def test_grpo_step_changes_the_adapter_and_logs_the_monitors(tiny_lm_dir, tmp_pa
 def test_only_the_policy_reply_is_trained(tiny_lm_dir, tmp_path):
     """The loss reaches the final hidden states only at the positions that predict the policy's own reply
     tokens: the history (earlier companion turns included) and the padding after a reply are never targets."""
-    model, tok = load_policy(tiny_lm_dir)
+    model, tok = load_for_training(tiny_lm_dir)
     trainer = make_trainer(model, tok, rows(), rewards(), FAST, tmp_path, seed=0)
     batch = [rows()[0], rows()[0], rows()[1], rows()[1]]
     inputs = trainer._generate_and_score_completions(batch)

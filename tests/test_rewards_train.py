@@ -12,7 +12,8 @@ import torch
 from echo_lib.rewards.data import Example, to_example
 from echo_lib.rewards.params import GRPOParams, RewardModelParams, SFTParams
 from echo_lib.rewards.rm_rewards import completion_text, rm_reward_funcs
-from echo_lib.rewards.train import grpo_stage, load_base, lora_config, sft_stage, target_nll
+from echo_lib.finetune import load_for_training
+from echo_lib.rewards.train import grpo_stage, lora_config, sft_stage, target_nll
 from test_rewards_data import empathy_item, humanlike_item, write_jsonl
 
 FAST = RewardModelParams(sft=SFTParams(steps=1, batch_size=2, max_length=2048, learning_rate=1e-2),
@@ -30,7 +31,7 @@ def changed(before, after) -> list[str]:
 
 def peft_model(tiny_lm_dir):
     from peft import get_peft_model
-    model, tok = load_base(tiny_lm_dir)
+    model, tok = load_for_training(tiny_lm_dir)
     return get_peft_model(model, lora_config(FAST)), tok
 
 

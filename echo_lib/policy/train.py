@@ -29,10 +29,10 @@ from echo_lib.policy.monitors import reply_monitors, signal_stats
 from echo_lib.policy.params import PolicyParams
 from echo_lib.policy.rewards import RolloutLog, step_stats
 from echo_lib.policy.vllm import vllm_args
-from echo_lib.finetune import CPU_FLOAT32, TrainBase, load_for_training, precision_args, save_trained, sharded
+from echo_lib.finetune import CPU_FLOAT32, TrainBase, as_base, load_for_training, precision_args, save_trained, sharded
 from echo_lib.progress import interactive
 from echo_lib.provenance import write_text
-from echo_lib.rewards.train import as_base, lora_config   # lora_config reads params.lora only
+from echo_lib.rewards.train import lora_config   # reads params.lora only
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +124,6 @@ def read_log(path: Path) -> list[dict]:
     """train_log.csv back as rows of numbers (empty cells as None)."""
     with open(path, newline="") as fh:
         return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in csv.DictReader(fh)]
-
-
-def load_policy(base: TrainBase | str | Path):
-    """The policy base and tokenizer as the model spec says (finetune.load_for_training)."""
-    return load_for_training(as_base(base))
 
 
 def make_trainer(model, tok, rows: list[dict], reward_funcs: list, params: PolicyParams, work_dir: Path,

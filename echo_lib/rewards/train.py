@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from echo_lib.finetune import CPU_FLOAT32, TrainBase, load_for_training, precision_args, save_trained
+from echo_lib.finetune import CPU_FLOAT32, TrainBase, as_base, load_for_training, precision_args, save_trained
 from echo_lib.rewards.data import Example, grpo_rows, sft_rows
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.rewards.rm_rewards import rm_reward_funcs
@@ -63,15 +63,6 @@ def lora_config(params: RewardModelParams, num_layers: int | None = None):
         layers = list(range(max(0, num_layers - p.top_layers), num_layers))
     return LoraConfig(r=p.r, lora_alpha=p.alpha, lora_dropout=p.dropout, target_modules=list(p.target_modules),
                       layers_to_transform=layers, task_type="CAUSAL_LM")
-
-
-def as_base(base: TrainBase | str | Path) -> TrainBase:
-    """A TrainBase, or a checkpoint folder loaded as float32 on the CPU (the tests' tiny models)."""
-    return base if isinstance(base, TrainBase) else TrainBase(str(base))
-
-
-def load_base(base: TrainBase | str | Path):
-    return load_for_training(as_base(base))
 
 
 def target_nll(model, inputs: dict, num_items_in_batch=None):
