@@ -29,6 +29,23 @@ MAX_RESULT_BYTES = MAX_JSON_BYTES   # EMPA's are ~40 KiB; a long sandbox dialogu
 r2 = lambda x: round(float(x), physics.STORE_DECIMALS)  # noqa: E731
 
 
+# The rubric version of a file without the sandbox's block: EMPA's published runs, scored by EMPA's own judge
+# prompts (they record no version; they are one of their own). A sandbox file written before versions were
+# recorded is a version of its own too: it pools with nothing newer.
+EMPA_PUBLISHED = "EMPA published"
+UNVERSIONED = "echo sandbox, unversioned (written before result files named their rubric, 2026-12)"
+
+
+def rubric_version(data: object) -> str:
+    """In words, the judge rubric / prompt version that scored a result file's contents: the sandbox block's
+    `rubric_version`; EMPA_PUBLISHED for a file without a sandbox block; UNVERSIONED for one without the key."""
+    block = data.get("sandbox") if isinstance(data, dict) else None
+    if not isinstance(block, dict):
+        return EMPA_PUBLISHED
+    version = block.get("rubric_version")
+    return version if isinstance(version, str) and version.strip() else UNVERSIONED
+
+
 class ResultFileError(ValueError):
     """A result file that cannot be read as an EMPA run; the message names the file and the field."""
 
@@ -126,7 +143,7 @@ def read_result(path: str | Path, model: str | None = None) -> CaseRun:
             scenario=data.get("scenario") or {}, judge_details=details, iedr_details=iedr_details,
             roles={k: data[k] for k in ("test_model_name", "actor_model", "judger_model", "director_model")
                    if k in data},
-            source=str(path), notes=notes)
+            source=str(path), notes=notes, rubric_version=rubric_version(data))
     except ValueError as err:
         raise ResultFileError(str(err)) from None
 

@@ -15,6 +15,7 @@ from echo_lib.epm.engine import Replay, replay
 from echo_lib.epm.epmq import per_case_table, summary_table
 from echo_lib.epm.files import FileRefused, read_bytes
 from echo_lib.epm.params import EPMParams
+from echo_lib.epm.pooling import check_one_rubric_version
 from echo_lib.provenance import write_text
 
 log = logging.getLogger(__name__)
@@ -45,27 +46,32 @@ def model_folders(roots: list[str | Path]) -> list[Path]:
 
 def score_folders(roots: list[str | Path] | str | Path, params: EPMParams = EPMParams(),
                   constants: str | None = None) -> Scored:
-    """Replay every run under `roots` with `params`; EPM-Q with `constants` (default: params.constants)."""
+    """Replay every run under `roots` with `params`; EPM-Q with `constants` (default: params.constants).
+    Runs scored under different judge rubric versions are refused (pooling.MixedRubricVersions) before any
+    is replayed: one table compares models measured with one instrument."""
     roots = [roots] if isinstance(roots, (str, Path)) else list(roots)
     folders = model_folders(roots)
     if not folders:
         raise FileNotFoundError(f"no {RESULT_GLOB} files in {', '.join(map(str, roots))} or their sub-folders")
-    replays, skipped = [], []
+    runs, skipped = [], []
     for folder in folders:
-        runs, bad = read_model_dir(folder)
+        found, bad = read_model_dir(folder)
         skipped += bad
         named = stage_04_cases(folder)
         if named is not None:   # our sandbox's folder: only the cases its run named (its manifest)
             skipped += [Skipped(Path(r.source), f"{r.source}: case {r.case_id!r} is not in {folder / 'summary.json'} "
-                                "(a case of an earlier config); not scored") for r in runs if r.case_id not in named]
-            runs = [r for r in runs if r.case_id in named]
-        for run in runs:
-            try:
-                replays.append(replay(run, params))
-            except UNFORESEEN as err:   # a file the replay cannot take costs that file, not every model
-                reason = f"{run.source}: cannot be replayed ({type(err).__name__}: {err})"
-                log.warning("skipping %s", reason)
-                skipped.append(Skipped(Path(run.source), reason))
+                                "(a case of an earlier config); not scored") for r in found if r.case_id not in named]
+            found = [r for r in found if r.case_id in named]
+        runs += found
+    check_one_rubric_version(runs)
+    replays = []
+    for run in runs:
+        try:
+            replays.append(replay(run, params))
+        except UNFORESEEN as err:   # a file the replay cannot take costs that file, not every model
+            reason = f"{run.source}: cannot be replayed ({type(err).__name__}: {err})"
+            log.warning("skipping %s", reason)
+            skipped.append(Skipped(Path(run.source), reason))
     constants = constants or params.constants
     per_case = per_case_table(replays, constants)
     return Scored(replays, per_case, summary_table(per_case, constants), skipped)

@@ -32,6 +32,7 @@ class CaseRun:
     judge_details: list[dict | None] = field(default_factory=list, repr=False)  # full MDEP judge JSON per evaluation
     iedr_details: dict = field(default_factory=dict, repr=False)               # full IEDR judge JSON (27 fields)
     source: str = ""                     # file it was read from, for messages
+    rubric_version: str = ""             # the judge rubric that scored it, in words (empa_io.rubric_version)
     notes: list[str] = field(default_factory=list, repr=False)   # what reading it found odd (scored as published)
 
     def __post_init__(self) -> None:

@@ -8,6 +8,11 @@ own. A write that does not complete is not passed off as done: the half line is 
 allows), the whole line is tried once more, and if that fails too the record raises an LLMError naming
 the file and the cause. `read_records` reads a file back, skipping (and naming, file and line) any line
 that is not a whole record.
+
+One file holds every stage's records of a run. A stage that wants its own calls back (the sandbox's and the
+NEE panel's summaries list the model ids the servers said they served) labels its models' records while it
+runs (`labelled(llms, stage=...)`: a `labels` object in each record) and reads them back from the files they
+write to (`labelled_records(log_files(llms), stage=...)`).
 """
 from __future__ import annotations
 
@@ -17,9 +22,11 @@ import logging
 import os
 import platform
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from echo_lib.llm.types import LLMError, Usage
 
@@ -42,11 +49,13 @@ class ProvenanceLog:
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path else None
         self.records: list[dict] = []
+        self.labels: dict = {}    # what every record of this log carries as `labels` (set by `labelled`)
 
     def record(self, *, op: str, model: dict, settings: dict, usage: Usage, seconds: float) -> dict:
         rec = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "op": op, "model": model, "settings": settings,
                **{k: v for k, v in asdict(usage).items() if k != "extra"}, **usage.extra,
-               "seconds": round(seconds, 4), "versions": dict(versions())}
+               "seconds": round(seconds, 4), "versions": dict(versions()),
+               **({"labels": dict(self.labels)} if self.labels else {})}
         self.records.append(rec)
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,4 +116,37 @@ def read_records(path: str | Path) -> list[dict]:
             else:
                 log.warning("%s, line %d is not a whole provenance record (a write killed or cut short); "
                             "skipped: %.80r", path, n, line)
+    return out
+
+
+@contextmanager
+def labelled(llms: Iterable, **labels: str) -> Iterator[None]:
+    """While the block runs, every provenance record of `llms` (LLM objects; others are passed over) carries
+    `labels` (e.g. stage="04_sandbox"), so the stage can read its own calls back from the run's shared file."""
+    logs = list({id(log_): log_ for log_ in (getattr(llm, "provenance", None) for llm in llms)
+                 if isinstance(log_, ProvenanceLog)}.values())
+    before = [dict(log_.labels) for log_ in logs]
+    for log_ in logs:
+        log_.labels = {**log_.labels, **labels}
+    try:
+        yield
+    finally:
+        for log_, old in zip(logs, before):
+            log_.labels = old
+
+
+def log_files(llms: Iterable) -> list[Path]:
+    """The provenance files `llms` (LLM objects; others are passed over) append their records to."""
+    paths = (getattr(getattr(llm, "provenance", None), "path", None) for llm in llms)
+    return list(dict.fromkeys(p for p in paths if isinstance(p, Path)))
+
+
+def labelled_records(paths: Iterable[str | Path], **labels: str) -> list[dict]:
+    """The records of the provenance files `paths` (missing files: none) whose labels include `labels`: a
+    stage's own calls, over every run of it that wrote to these files."""
+    out = []
+    for path in dict.fromkeys(Path(p) for p in paths):
+        if path.is_file():
+            out += [r for r in read_records(path) if isinstance(r.get("labels"), dict)
+                    and all(r["labels"].get(k) == v for k, v in labels.items())]
     return out

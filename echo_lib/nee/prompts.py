@@ -14,6 +14,15 @@ from echo_lib.nee.blinding import Transcript
 from echo_lib.nee.dimensions import Dimension
 
 
+# The panel's rubric in words, written into the stage's provenance.json (`rubric_version`). Bump it (number,
+# month, what changed) whenever what a judge is shown or asked changes, and set NEE_RUBRIC_TEXT_FINGERPRINT to
+# the new text_fingerprint(NEE_RUBRIC_MODULES): tests/test_rubric_version.py fails until both move with the text.
+NEE_RUBRIC_MODULES = ("nee/prompts", "nee/dimensions", "nee/blinding")
+NEE_RUBRIC_VERSION = ("echo NEE rubric v1 (2026-12): 6 dimensions on anchored 1-5 scales, 3 wordings, blinded "
+                      "transcripts, pairwise A/B in both orders; wording this project's own")
+NEE_RUBRIC_TEXT_FINGERPRINT = "a3fa506521bc52a7"
+
+
 @dataclass(frozen=True)
 class Wording:
     system: str

@@ -7,7 +7,8 @@
     dimensions.csv  one row per (model, dimension): 0-100 score + interval (the plot's data)
     agreement.json  Krippendorff's alpha between the judges (interval on scores, ordinal on levels), position bias
     order.json      every judge's presentation order (reversible) and the compared pairs
-    provenance.json config hash, seed, judges, answer modes, model calls, packages, commit
+    provenance.json config hash, seed, judges, answer modes, the rubric version (in words), the model ids the
+                    judges' servers said they served (`served`, per judge model), model calls, packages, commit
 
 Every model call goes through the model layer's cache, so a rerun makes no new calls. A judge with more
 than nee.max_missing_share of its ratings (or A/B verdicts) missing stops the stage (panel.check_missing).
@@ -22,16 +23,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from echo_lib.llm.provenance import labelled, labelled_records, log_files
+from echo_lib.llm.served import served_by_role
 from echo_lib.nee.agreement import krippendorff_alpha
 from echo_lib.nee.blinding import Blinder, Transcript, read_model_transcripts
 from echo_lib.nee.dimensions import DIMENSIONS, KEYS, LEVELS
 from echo_lib.nee.order import record, shuffled
 from echo_lib.nee.panel import Asker, Judge, check_missing, expected_level, first_wins, make_panel
-from echo_lib.nee.prompts import pairwise_prompt, parse_score, parse_winner, rating_prompt
+from echo_lib.nee.prompts import NEE_RUBRIC_VERSION, pairwise_prompt, parse_score, parse_winner, rating_prompt
 from echo_lib.nee.scores import dimension_table, position_bias, read_epmq, summary_table
 from echo_lib.provenance import provenance, write_json, write_text
 
 log = logging.getLogger(__name__)
+STAGE = "06_nee"   # the label of this stage's provenance records
 RATING_COLUMNS = ["model", "case_id", "judge", "judge_model", "prompt_variant", "dimension", "score", "level",
                   "coverage", "mode", "position", "error"]
 # summary.csv is the contract stage 07 reads (it takes every column after `composite` as a dimension);
@@ -54,6 +58,7 @@ class NEEResult:
     order: dict
     notes: list[str] = field(default_factory=list)
     model_calls: int = 0
+    served: dict = field(default_factory=dict)   # judge model -> the ids its server said it served (served_by_role)
 
 
 def blinder_for(cfg) -> Blinder:
@@ -182,12 +187,16 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
 
     panel = make_panel(cfg.roles.nee_judges, p.prompt_variants, cfg.seed)
     rating_rows, orders, pair_rows = [], [], []
-    for judge in panel:
-        rows, order = rate(judge, askers[judge.model], items, blind, cfg.seed)
-        rating_rows += rows
-        orders.append(order)
-        if pairs:
-            pair_rows += compare(judge, askers[judge.model], pairs, blind)
+    with labelled(llms.values(), stage=STAGE):
+        for judge in panel:
+            rows, order = rate(judge, askers[judge.model], items, blind, cfg.seed)
+            rating_rows += rows
+            orders.append(order)
+            if pairs:
+                pair_rows += compare(judge, askers[judge.model], pairs, blind)
+    served = served_judges(cfg.roles.nee_judges, cfg.models, [llms[n] for n in cfg.roles.nee_judges])
+    notes += [f"judge {name}: configured as {e['configured_id']!r}, its server said it served "
+              + ", ".join(repr(s["model"]) for s in e["served"]) for name, e in served.items() if e["differs"]]
 
     ratings = pd.DataFrame(rating_rows, columns=RATING_COLUMNS)
     pairwise = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
@@ -217,10 +226,17 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
         cfg, stage="06_nee", judges=[j.label for j in panel], judge_models={
             n: {"backend": cfg.models[n].backend, "id": cfg.models[n].id, "request_rules": cfg.models[n].request_rules}
             for n in cfg.roles.nee_judges},
-        answer_modes={n: a.mode for n, a in askers.items()}, nee=dataclasses.asdict(p), model_calls=calls,
+        answer_modes={n: a.mode for n, a in askers.items()}, rubric_version=NEE_RUBRIC_VERSION, served=served,
+        nee=dataclasses.asdict(p), model_calls=calls,
         score="expected level sum_k k*p_k (choose) or the JSON level; NEE = (mean - 1) / 4 * 100",
         composite="w * min(EPM-Q, 100) + (1 - w) * NEE: this package's choice (METHOD.md 7.3)", notes=notes))
-    return NEEResult(out, ratings, pairwise, summary, dims, agree, order_json, notes, calls)
+    return NEEResult(out, ratings, pairwise, summary, dims, agree, order_json, notes, calls, served)
+
+
+def served_judges(judges: list[str], specs: dict, llms: list) -> dict[str, dict]:
+    """Per judge model, the ids its server said it served in this stage's calls (over every run of the stage),
+    read from the provenance files the judges' `llms` write to; a local judge is its configured id, "local"."""
+    return served_by_role({n: n for n in judges}, specs, labelled_records(log_files(llms), stage=STAGE))
 
 
 def read_outputs(out_dir: str | Path) -> dict[str, pd.DataFrame]:

@@ -31,6 +31,17 @@ from echo_lib.sandbox.dialogue import Exchange, render, window
 from echo_lib.sandbox.params import JudgeParams
 from echo_lib.scenarios.schema import Scenario
 
+# ---- the rubric's version ------------------------------------------------------------------------------
+# What scored a run, in words: written into every sandbox result file (`sandbox.rubric_version`); the EPM
+# analysis never pools files of different versions in one table. Bump it (number, month, what changed) whenever
+# the text the judge or a role is asked changes, and set RUBRIC_TEXT_FINGERPRINT to the new
+# text_fingerprint(RUBRIC_MODULES): tests/test_rubric_version.py fails until both move with the text.
+RUBRIC_MODULES = ("sandbox/judge", "sandbox/actor", "sandbox/director", "sandbox/test_model", "sandbox/dialogue")
+RUBRIC_VERSION = ("echo sandbox rubric v1 (2026-12): IEDR 9 indicators (C.1-P.3, levels 0-3) rated once; MDEP 6 "
+                  "indicators (C/A/P progress 0..2, regress 0..-2) every K turns; Actor, Director (7 functions) and "
+                  "companion prompts; wording this project's own")
+RUBRIC_TEXT_FINGERPRINT = "31c7eea145e8700e"
+
 # ---- the two instruments -----------------------------------------------------------------------------
 
 IEDR = {   # indicator -> (what is rated, levels 0..3)

@@ -3,12 +3,14 @@
 `<case_id>_result.json` (finished dialogues) is written by echo_lib.epm.empa_io from a replay of the
 case's judge levels, so EMPA's tools and ours (echo-epmq, notebook 05) read it; a `sandbox` block
 adds what EMPA's files do not hold: termination type, judge failures, the Director's calls, every
-parameter, the role models and the seeds. `<case_id>_error.json` records a case that could not run
-(invalid scenario, judge unusable, model error) with the reason. A finished case is not played again
-unless its file was made with other parameters, models or seeds; a failed one is retried on the next run
-(its error file goes once it finishes). Files are read back as regular files of bounded size only (a FIFO
-or a link to /dev/zero in the folder is refused, not read); one that cannot be read or is malformed is
-named (a row of status "unreadable" in summary.json, a warning) and the other cases are summarised.
+parameter, the role models, the seeds and, in words, the judge rubric / prompt version that scored it
+(`rubric_version`, judge.RUBRIC_VERSION; stage 05 pools only files of one version). `<case_id>_error.json`
+records a case that could not run (invalid scenario, judge unusable, model error) with the reason. A
+finished case is not played again unless its file was made with other parameters, models or seeds; a failed
+one is retried on the next run (its error file goes once it finishes). Files are read back as regular files
+of bounded size only (a FIFO or a link to /dev/zero in the folder is refused, not read); one that cannot be
+read or is malformed is named (a row of status "unreadable" in summary.json, a warning) and the other cases
+are summarised.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from echo_lib.epm.params import EPMParams
 from echo_lib.epm.trajectory import CaseRun
 from echo_lib.llm.types import stable_hash
 from echo_lib.provenance import write_json
+from echo_lib.sandbox.judge import RUBRIC_VERSION
 from echo_lib.sandbox.loop import CaseState
 from echo_lib.sandbox.params import SandboxRunParams
 
@@ -50,6 +53,9 @@ class RunMeta:
     # what the names above do not pin down: each model's identity as its backend reports it (checkpoint
     # and adapter fingerprints for hf models) and the code that writes the roles' prompts (code_fingerprint)
     fingerprints: dict = dataclasses.field(default_factory=dict)
+    # the judge's rubric and the roles' prompts in words (judge.RUBRIC_VERSION): the EPM analysis pools only
+    # files of one version in a table
+    rubric_version: str = RUBRIC_VERSION
 
     def block(self) -> dict:
         run = dataclasses.asdict(self.params)
@@ -57,7 +63,8 @@ class RunMeta:
         return {"parameters": {"sandbox_run": run, "epm": dataclasses.asdict(self.epm)},
                 "models": self.models, "seeds": {"run": self.seed, "actor": self.seed, "test_model": self.seed,
                                                  "judge": self.seed},
-                "judge_mode": self.judge_mode, "config_hash": self.config_hash, "fingerprints": dict(self.fingerprints)}
+                "judge_mode": self.judge_mode, "rubric_version": self.rubric_version, "config_hash": self.config_hash,
+                "fingerprints": dict(self.fingerprints)}
 
 
 # the modules (under echo_lib/) whose text decides what the roles are asked and how a dialogue goes: the
@@ -254,9 +261,10 @@ def summary_rows(out_dir: str | Path, case_ids=None) -> list[dict]:
     return sorted(rows, key=lambda r: r["case_id"])
 
 
-def write_summary(out_dir: str | Path, model: str, case_ids=None) -> Path:
+def write_summary(out_dir: str | Path, model: str, case_ids=None, served: dict | None = None) -> Path:
     """summary.json of a model's folder (the DAG's output of stage 04): the cases `case_ids` names (the
-    run's manifest, which stage 05 follows); files of other cases are listed as not counted."""
+    run's manifest, which stage 05 follows); files of other cases are listed as not counted. `served`: per
+    role, the model ids the servers said they served (run.served_models)."""
     rows = summary_rows(out_dir, case_ids)
     _, others = case_files(out_dir, case_ids)
     if others:
@@ -267,4 +275,5 @@ def write_summary(out_dir: str | Path, model: str, case_ids=None) -> Path:
         key = r["termination"] or r["status"]
         counts[key] = counts.get(key, 0) + 1
     return write_json(Path(out_dir) / "summary.json", {"model": model, "cases": rows, "counts": counts,
-                                                   "not_counted": [p.name for p in others], "timestamp": _now()})
+                                                   "not_counted": [p.name for p in others], "served": served or {},
+                                                   "timestamp": _now()})

@@ -13,6 +13,9 @@ A case whose files cannot be written costs that case only: a result the replay d
 write refused (a full disk) makes it a failed case (stage "result_file", its error file says why) and the
 other cases go on; a case that could not be recorded at all (its error file refused too) fails the stage
 at the end, after every other file and summary.json are written (a rerun plays only that case again).
+
+summary.json also lists, per role, the model ids the servers said they served in this stage's calls (`served`,
+from the provenance records the stage labels as its own; a local model is its configured id, "local").
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from echo_lib.llm.provenance import labelled, labelled_records, log_files
+from echo_lib.llm.served import served_by_role
 from echo_lib.sandbox.actor import Actor
 from echo_lib.sandbox.judge import Judge
 from echo_lib.sandbox.loop import CaseError, CaseState, Players, play
@@ -29,6 +34,7 @@ from echo_lib.sandbox.results import (RunMeta, code_fingerprint, finished, summa
 from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel
 
 log = logging.getLogger(__name__)
+STAGE = "04_sandbox"   # the label of this stage's provenance records
 
 
 class SandboxFailed(RuntimeError):
@@ -43,6 +49,7 @@ class SandboxReport:
     invalid: list[str]          # case ids whose scenario file could not be used
     seconds: float
     rows: list[dict]            # summary_rows of the cases this config names
+    served: dict                # role -> the model ids its server said it served (summary.json `served`)
 
     def table(self):
         import pandas as pd
@@ -103,9 +110,11 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
         log.info("%d case(s) already finished in %s: %s", len(skipped), out, ", ".join(skipped))
     show = cfg.llm.progress if progress is None else progress
     on_end = lambda c: record_case(c, out, meta, unrecorded)   # noqa: E731
-    cases = play(todo, players, p, epm, on_end=on_end, progress=show) if todo else []
+    with labelled(loaded.values(), stage=STAGE, tested_model=model):
+        cases = play(todo, players, p, epm, on_end=on_end, progress=show) if todo else []
     named = [sc.id for sc in selection.scenarios] + [b.case_id for b in selection.invalid]
-    write_summary(out, model, named)
+    served = served_models(names, cfg.models, loaded.values(), model)
+    write_summary(out, model, named, served)
     failed = [(b.case_id, f"scenario: {b.error}") for b in selection.invalid]
     failed += [(c.scenario.id, f"{c.error.stage}: {c.error.reason}") for c in cases if c.error is not None]
     if unrecorded:
@@ -114,7 +123,13 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
                             "plays only these again): " + "; ".join(f"{k}: {v}" for k, v in unrecorded.items()))
     check_failure_budget(model, failed, len(selection.scenarios) + len(selection.invalid), p.max_failed_fraction)
     return SandboxReport(out_dir=out, ran=cases, skipped=skipped, invalid=[b.case_id for b in selection.invalid],
-                         seconds=time.perf_counter() - start, rows=summary_rows(out, named))
+                         seconds=time.perf_counter() - start, rows=summary_rows(out, named), served=served)
+
+
+def served_models(roles: dict[str, str], specs: dict, llms, model: str) -> dict[str, dict]:
+    """Per role (test_model_name, actor_model, ...), the ids the servers said they served in this stage's calls
+    for the tested `model`, over every run of it, read from the provenance files `llms` write to."""
+    return served_by_role(roles, specs, labelled_records(log_files(llms), stage=STAGE, tested_model=model))
 
 
 def record_case(c: CaseState, out: Path, meta: RunMeta, unrecorded: dict[str, str]) -> None:
