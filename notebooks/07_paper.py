@@ -23,9 +23,12 @@
 #   accuracy and the RL curves of the echo reward vs the scalar ablation;
 # * `tables/macros.tex`: every number of `main.tex`'s prose (results with their intervals), read from
 #   these tables exactly as they print, so the text never holds a typed-in number;
-# * `claims.md` / `claims.tex`: each number the Echo-N1 paper reports, in a column labelled
-#   **reported**, beside what this run measured for the model that stands for it, with both scales and
-#   judges named. The published numbers appear nowhere else.
+# * `claims.md` / `claims.tex` / `claims.csv`: each number the Echo-N1 paper reports, in a column labelled
+#   **reported**, beside what this run measured for the model that stands for it (with its interval and
+#   n), with both scales and judges named. The published numbers appear nowhere else in the paper;
+# * the README's "Results at a glance" block, when the config sets `paper.readme` (the tiny run:
+#   `README.md`): the claims table, compact, rendered from `claims.csv`, the published numbers again in a
+#   column labelled reported.
 #
 # Then `main.pdf` is typeset here (latexmk or tectonic); a LaTeX error stops the notebook with the
 # log's error lines. Nothing is filled in: a missing result file stops the notebook with its path and
@@ -51,7 +54,7 @@ import pandas as pd
 
 from echo_lib.provenance import provenance, write_json
 from echo_lib.report import claims as claims_mod
-from echo_lib.report import epm_figures, inputs, paper_tables, rl_figures
+from echo_lib.report import epm_figures, glance, inputs, paper_tables, rl_figures
 from echo_lib.report.latex import OVERFULL_TOLERANCE_PT, build_pdf, copy_sources
 from echo_lib.report.params import paper_dir as default_paper_dir
 from echo_lib.report.tables import write_macros, write_table
@@ -60,6 +63,7 @@ run = cfg.run_dir
 out = Path(paper_dir or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_name))
 tables, figures = out / "tables", out / "figures"
 RM_KINDS = ["humanlike", "empathy", "scalar"]
+record = provenance(cfg, stage="07_paper")   # before this stage writes anything: the commit it ran from
 print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
 # %% [markdown]
@@ -151,11 +155,9 @@ print("EMPA published runs:", published if published.is_file() else "not availab
 # ## Claims: reported beside measured
 
 # %%
-conditions = claims_mod.RunConditions(
-    run_name=cfg.run_name, scale=cfg.scale, epm_judge=cfg.models[cfg.roles.judge].id,
-    nee_judges=", ".join(dict.fromkeys(cfg.models[j].id for j in cfg.roles.nee_judges)))
+conditions = glance.run_conditions(cfg, record)   # the run, its judges, hash, commit and date
 reported = claims_mod.load_reported("data/reported_claims.yaml")
-claims = claims_mod.claims_table(reported, cfg.paper.counterparts, epm, nee, conditions)
+claims = claims_mod.claims_table(reported, cfg.paper.counterparts, epm, nee, conditions, intervals)
 claims_mod.write_claims(claims, out, conditions)
 claims
 
@@ -176,7 +178,7 @@ write_macros({
     **results,
 }, tables)
 pd.Series(results, name="value").to_frame()
-write_json(out / "provenance.json", provenance(cfg, stage="07_paper"))
+write_json(out / "provenance.json", {**record, glance.RECORD_KEY: conditions.record()})
 copy_sources("paper", out)
 if cfg.paper.build_pdf:
     built = build_pdf(out)   # raises with main.log's error lines when LaTeX fails
@@ -184,3 +186,16 @@ if cfg.paper.build_pdf:
     for line in built.log.undefined + [text for pt, text in built.log.overfull if pt > OVERFULL_TOLERANCE_PT]:
         print("LaTeX warning:", line)
 print("outputs:", *sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()), sep="\n  ")
+
+# %% [markdown]
+# ## The README's "Results at a glance"
+# With `paper.readme` set (the tiny run), the README's block between `<!-- glance:begin -->` and
+# `<!-- glance:end -->` is rendered from the `claims.csv` and `provenance.json` just written; nothing
+# else in the README changes. By hand: `python -m echo_lib.report.glance`.
+
+# %%
+if cfg.paper.readme:
+    glance.update_readme(cfg.paper.readme, out)
+    print(glance.block_of(Path(cfg.paper.readme).read_text(encoding="utf-8")))
+else:
+    print("paper.readme is null: no README is rewritten by this run")

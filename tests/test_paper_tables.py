@@ -122,6 +122,45 @@ def test_claims_files_label_the_reported_column(run, tmp_path):
     assert "Source" in pd.read_csv(csv).columns
 
 
+def test_claims_carry_the_interval_and_n_and_the_readme_block_renders_them(run, tmp_path):
+    """From the fixture run: the success rate's interval (stage 05's intervals.csv) and n beside each measured
+    value; written, the claims table renders the README's "Results at a glance" block (glance.py)."""
+    from echo_lib.provenance import write_json
+    from echo_lib.report import glance
+
+    run_dir, epm, nee = run
+    intervals = inputs.read_csv(run_dir / "epm" / "intervals.csv", inputs.EPM_INTERVALS)
+    claims, _ = reported_numbers()
+    full = claims_mod.RunConditions(run_name="fixture", scale="tiny", epm_judge="judge-x", nee_judges="judge-x, judge-y",
+                                    policy_model="tiny-policy", config_hash="c0ffee", git_commit="ab" * 20,
+                                    created_at="2030-01-02T03:04:05+0000")
+    table = claims_mod.claims_table(claims, PaperParams().counterparts, epm, nee, full, intervals)
+    rows = table.set_index(["Claim", "Published model"])
+    success, composite = claims[0].quantity, claims[1].quantity
+    assert rows.loc[(success, "Echo-N1"), claims_mod.INTERVAL_COLUMN] == "[0.0, 100.0]"   # 2 of 3 cases
+    assert rows.loc[(success, "Echo-N1"), claims_mod.N_COLUMN] == "3 cases"
+    assert rows.loc[(composite, "Echo-N1"), claims_mod.INTERVAL_COLUMN] == "--"           # none computed
+    assert rows.loc[(composite, "Echo-N1"), claims_mod.N_COLUMN] == "12 ratings"
+    assert rows.loc[(success, "Doubao 1.5 Character"), [claims_mod.INTERVAL_COLUMN, claims_mod.N_COLUMN]].tolist() == ["--", "--"]
+    without = claims_mod.claims_table(claims, PaperParams().counterparts, epm, nee, full)
+    assert set(without[claims_mod.INTERVAL_COLUMN]) == {"--"}
+
+    paper = tmp_path / "paper"
+    md, _, _ = claims_mod.write_claims(table, paper, full)
+    assert "run `fixture` (tiny scale, policy tiny-policy; config c0ffee, commit abababababab, 2030-01-02)" in md.read_text()
+    write_json(paper / "provenance.json", {glance.RECORD_KEY: full.record()})
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\n{glance.BEGIN}\n{glance.END}\n\nmore\n")
+    glance.update_readme(readme, paper)
+    text = readme.read_text()
+    assert text.startswith(f"# Title\n\n{glance.BEGIN}\n") and text.endswith(f"{glance.END}\n\nmore\n")
+    block = glance.block_of(text)
+    assert block == glance.render(claims_mod.read_claims(paper / "claims.csv"), full, "paper/claims.md")
+    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | [0.0, 100.0] | 3 cases | 46.7 |" in block
+    assert f"| Composite (EPM + NEE, 0-100) | Qwen3-32B (base) | base | {NEE['base'][1]} | -- | 12 ratings | 29.66 |" in block
+    assert "| Measured (tiny · tiny-policy) |" in block and block.count("| Reported (Echo-N1 paper) |") == 1
+
+
 def test_main_results_hold_measured_numbers_only(run):
     _, epm, nee = run
     run_dir, _, _ = run

@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from paper_fixtures import make_run  # noqa: E402
 
-from echo_lib.config import validate  # noqa: E402
+from echo_lib.config import config_hash, validate  # noqa: E402
+from echo_lib.report import glance  # noqa: E402
 from echo_lib.report.params import paper_outputs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,9 +97,11 @@ def test_notebook_writes_every_paper_file_from_a_run(tmp_path):
 
     run_dir = make_run(tmp_path / "ci")
     paper = tmp_path / "paper_out"
+    readme = tmp_path / "README.md"   # paper.readme: the block between the markers is rewritten, nothing else
+    readme.write_text(f"# A readme\n\n{glance.BEGIN}\nold\n{glance.END}\n\nthe rest\n")
     config = validate({**yaml.safe_load((ROOT / "config" / "ci.yaml").read_text()), "results_dir": str(tmp_path),
                        "sandbox": {"models": ["base", "echo", "scalar"], "case_set": "own", "max_cases": 2},
-                       "paper": {"dir": str(paper), "build_pdf": False}})
+                       "paper": {"dir": str(paper), "build_pdf": False, "readme": str(readme)}})
     run_notebook("notebooks/07_paper.py", tmp_path / "07.ipynb", {"config": config, "paper_dir": str(paper)})
     assert not (paper / "main.pdf").exists()                      # paper.build_pdf: false (the PDF: test_paper_pdf)
     for files in paper_outputs(str(paper), pdf=False).values():
@@ -114,3 +117,9 @@ def test_notebook_writes_every_paper_file_from_a_run(tmp_path):
     assert r"\newcommand{\RunScale}{tiny}" in macros and r"\newcommand{\NEEAlpha}{0.412}" in macros
     assert "Reported (published)" in (paper / "claims.md").read_text()
     assert run_dir.is_dir()
+    text = readme.read_text()
+    assert text.startswith(f"# A readme\n\n{glance.BEGIN}\n") and text.endswith(f"{glance.END}\n\nthe rest\n")
+    table, run = glance.read_run(paper)
+    assert run.run_name == "ci" and run.config_hash == config_hash(config) and run.policy_model
+    assert glance.block_of(text) == glance.render(table, run, "paper_out/claims.md")
+    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | [0.0, 100.0] | 3 cases | 46.7 |" in text

@@ -15,6 +15,7 @@ class PaperParams:
     counterparts: dict[str, str | None] = field(default_factory=lambda: {
         "Echo-N1": "echo", "Doubao 1.5 Character": None, "Qwen3-32B (base)": "base"})
     build_pdf: bool = True          # typeset main.pdf (an output of rule paper; needs a TeX engine)
+    readme: str | None = None       # a README whose "Results at a glance" block stage 07 rewrites (glance.py); None: none
 
 
 def paper_dir(params: PaperParams, results_dir: str, run_name: str) -> str:
