@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from echo_lib.notebook import run_notebook
-from echo_lib.progress import BAR_INTERVAL_S, TQDM_INTERVAL_ENV, pipeline_env
+from echo_lib.progress import BAR_INTERVAL_S, TQDM_INTERVAL_ENV, TQDM_MINITERS_ENV, pipeline_env
 
 FAST_LOOP = '''
 import time
@@ -81,3 +81,46 @@ def test_a_tqdm_bar_in_the_pipeline_env_writes_a_couple_of_lines(monkeypatch):
 def test_an_interval_set_outside_wins(monkeypatch):
     monkeypatch.setenv(TQDM_INTERVAL_ENV, "5")
     assert pipeline_env()[TQDM_INTERVAL_ENV] == "5"
+
+
+# A bar that first runs fast (tqdm's dynamic miniters grows) and then stalls: tqdm's monitor thread redraws it
+# once `maxinterval` has passed without a line. Scaled down: a 2 s interval, the monitor checking every 0.2 s.
+STALLING_BAR = '''
+import time
+from tqdm import tqdm
+tqdm.monitor_interval = 0.2
+stamps = []
+class Log:
+    def write(self, s):
+        if "stalling" in s:
+            stamps.append(time.monotonic())
+    def flush(self):
+        pass
+bar = tqdm(total=10**6, desc="stalling", file=Log())
+start = time.monotonic()
+while time.monotonic() - start < 1.0:
+    time.sleep(0.001); bar.update()
+while time.monotonic() - start < 6.0:
+    time.sleep(0.3); bar.update()
+bar.close()
+gaps = [b - a for a, b in zip(stamps[1:-1], stamps[2:-1])]   # between the first and the closing line
+print(min(gaps) if gaps else 99.0)
+'''
+
+
+def _min_gap(env):
+    done = subprocess.run([sys.executable, "-c", STALLING_BAR], env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def test_a_stalling_bar_writes_no_more_than_one_line_per_interval(monkeypatch):
+    monkeypatch.delenv(TQDM_INTERVAL_ENV, raising=False)
+    monkeypatch.delenv(TQDM_MINITERS_ENV, raising=False)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TQDM_")}
+    env = pipeline_env()
+    assert env[TQDM_INTERVAL_ENV] == str(BAR_INTERVAL_S) and env[TQDM_MINITERS_ENV] == "1"
+    scaled = {**base, **env, TQDM_INTERVAL_ENV: "2", "TQDM_MAXINTERVAL": "0.5"}   # 30 s / 10 s, scaled down
+    assert _min_gap(scaled) >= 1.9
+    # only the minimum interval set (as before): the monitor's redraw and the next update come in pairs
+    assert _min_gap({**base, TQDM_INTERVAL_ENV: "2", "TQDM_MAXINTERVAL": "0.5"}) < 1.9

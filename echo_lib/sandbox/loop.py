@@ -119,7 +119,7 @@ def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, 
     for t in bar:
         if not any(c.active for c in cases):
             break
-        bar.set_postfix(active=sum(c.active for c in cases))
+        bar.set_postfix(active=sum(c.active for c in cases), refresh=False)   # shown with the next timed line
 
         # 1. the Actor: the user's next message
         live = [c for c in cases if c.active]
