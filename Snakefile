@@ -18,6 +18,7 @@ from echo_lib.config import load_config, validate
 from echo_lib.empa_source import EmpaParams, layout_file, unavailable_reason
 from echo_lib.model_setup import check_pins
 from echo_lib.notebook import run_notebook
+from echo_lib.upstream import sandbox_dirs
 
 report: "report/workflow.rst"   # the front page of `snakemake --report`
 
@@ -26,7 +27,8 @@ if not workflow.overwrite_configfiles:  # no --configfile given: the tiny scale
 
 # Fails here, before any job, with a message naming the key, the value and what is allowed.
 config = validate(config, source=", ".join(map(str, workflow.overwrite_configfiles)) or "config/default.yaml")
-check_pins(load_config(config))  # a kept wheel or checkpoint that does not match its sha256 pin
+CFG = load_config(config)   # the typed run config, for what echo_lib derives from it
+check_pins(CFG)  # a kept wheel or checkpoint that does not match its sha256 pin
 
 RUN = f"{config['results_dir']}/{config['run_name']}"
 NOTEBOOKS = config["notebooks_dir"]   # the stage notebooks; the tests point it at a copy they may edit
@@ -439,9 +441,10 @@ rule epm:
         gpu_model=res("epm")["gpu_model"],
         cpus_per_task=res("epm")["threads"],
     run:
-        # exactly the models this config names (each folder's summary.json then names its cases)
+        # exactly the models this config names (each folder's summary.json then names its cases); by hand,
+        # notebook 05 reads the same folders (upstream.sandbox_dirs)
         run_stage("epm", threads, input.py, output.nb, {"config": config,
-                                           "result_dirs": [f"{RUN}/sandbox/{m}" for m in config["sandbox"]["models"]],
+                                           "result_dirs": [str(d) for d in sandbox_dirs(CFG)],
                                            "out_dir": os.path.dirname(output.summary)}, log=log[0])
 
 

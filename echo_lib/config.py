@@ -129,6 +129,7 @@ class RunConfig:
     roles: Roles
     sandbox: SandboxCases
     empa: EmpaParams
+    published: Published
     resources: dict[str, Resources]
     llm: LLMSettings
     epm: EPMParams

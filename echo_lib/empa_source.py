@@ -149,6 +149,24 @@ def fetched_layout(params: EmpaParams) -> EmpaLayout | None:
     return read_layout(path) if path.is_file() else None
 
 
+def published_runs_here(empa_results: str | None, params: EmpaParams) -> tuple[Path | None, str | None]:
+    """EMPA's published runs as they are on this machine, fetching and probing nothing: the folder
+    `published.empa_results` names, else the fetched copy's (rule empa) -> (folder, None), or (None, why not)."""
+    if empa_results:
+        folder = Path(empa_results).expanduser()
+        folder = folder if folder.is_absolute() else project_root() / folder
+        return (folder, None) if folder.is_dir() else (None, f"published.empa_results = {empa_results} is not a folder here")
+    if not params.source:
+        return None, "empa.source is null: no EMPA published runs"
+    layout = fetched_layout(params)
+    if layout is None:
+        return None, (f"EMPA's published runs are not fetched (no {layout_file(params)}; the DAG's rule empa fetches "
+                      "them: snakemake --cores 1 empa, with the run's --configfile)")
+    if layout.results is None:
+        return None, f"the fetched EMPA copy {layout.root} has no published runs (results/benchmark_runs/epm-bench/)"
+    return layout.results, None
+
+
 def _clone(url: str, commit: str | None, repo: Path) -> Path:
     if not (repo / ".git").is_dir():
         tmp = repo.with_name(repo.name + ".partial")

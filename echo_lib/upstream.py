@@ -27,8 +27,8 @@ def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: s
         return [*data["empathy"], data["humanlike"][0], *(run / "rm" / k / "adapter" for k in RM_KINDS)]
     if stage == "sandbox":
         return [run / "policy" / model / "adapter"] if model in cfg.policy.variants else []
-    if stage == "nee":
-        return [run / "sandbox" / m for m in cfg.sandbox.models]
+    if stage in ("epm", "nee"):   # each model's summary.json: what rule sandbox writes last (a target snakemake makes)
+        return [folder / "summary.json" for folder in sandbox_dirs(cfg)]
     if stage == "paper":
         return [run / "judges" / "sensitivity.json",
                 *(run / "epm" / f"{f}.csv" for f in ("summary", "per_case", "intervals", "paired")),
@@ -38,12 +38,32 @@ def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: s
     raise ValueError(f"unknown stage {stage!r}")
 
 
+def sandbox_dirs(cfg) -> list[Path]:
+    """This run's sandbox results, one folder per model of `sandbox.models`: what stage 05 analyses (the DAG's
+    rule epm passes exactly these to notebook 05, which reads them by hand too) and stage 06 rates."""
+    return [Path(cfg.run_dir) / "sandbox" / m for m in cfg.sandbox.models]
+
+
+def published_note(cfg) -> str:
+    """One line on EMPA's published runs for stage 05 run by hand, which analyses this run's own results: where
+    they are and the parameters that analyse them (the DAG's rule epm_published), or why that part is skipped.
+    Nothing is fetched or probed: offline, with EMPA never fetched, the note says so."""
+    from echo_lib.empa_source import published_runs_here
+
+    folder, why = published_runs_here(cfg.published.empa_results, cfg.empa)
+    if folder is None:
+        return f"note: {why}; the published comparison (stage 05 on EMPA's runs) is skipped"
+    return (f"note: EMPA's published runs are in {folder}; the DAG analyses them with this notebook (rule "
+            f"epm_published). By hand: result_dirs = [{str(folder)!r}], out_dir = "
+            f"{str(Path(cfg.run_dir) / 'epm_published')!r}, case_meta_source = {cfg.published.case_meta_source!r}")
+
+
 def stage_models(cfg, stage: str, model: str = "") -> list[str]:
     """The models a stage loads (whose local files must exist before it runs). The NEE panel loads only
-    its judges and the paper stage none: a run copied without its checkpoints still gives its paper."""
+    its judges, the EPM analysis and the paper stage none: a run copied without its checkpoints still gives its paper."""
     r = cfg.roles
     return {"policy": [r.policy, r.judge], "sandbox": [r.policy, r.judge, r.actor, r.director, model],
-            "nee": list(r.nee_judges), "paper": []}.get(stage, [r.policy])
+            "nee": list(r.nee_judges), "epm": [], "paper": []}.get(stage, [r.policy])
 
 
 def missing_model_files(cfg, names) -> dict[Path, Path]:

@@ -33,20 +33,28 @@
 # The constants are those of the published runs (`epm:` block of the run config); with them this
 # notebook reproduces all 480 published EMPA runs and the leaderboard to two decimals
 # (tests/test_epm_*.py check 90 of them from their numbers; with `ECHO_EMPA_DIR` naming an EMPA clone,
-# against its files too). EMPA is fetched by the DAG (rule `empa`, config section `empa:`). **EPM-Q is comparable with the
-# EMPA leaderboard only when the judge is the same model (Gemini 2.5 Pro)**; at the tiny scale the
-# judge is a small local model and the numbers describe this run only.
+# against its files too). EMPA is fetched by the DAG (rule `empa`, config section `empa:`). The DAG runs
+# this notebook twice: on this run's sandbox results (rule `epm`, into `epm/`), which is also what it does
+# by hand with its defaults, and on EMPA's published runs (rule `epm_published`, into `epm_published/`);
+# by hand it prints where those are and how to analyse them, or why that part is skipped.
+# **EPM-Q is comparable with the EMPA leaderboard only when the judge is the same model (Gemini 2.5 Pro)**;
+# at the tiny scale the judge is a small local model and the numbers describe this run only.
 
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
 config = {}                            # Snakemake passes the validated run config here
-result_dirs = []                       # folders with one sub-folder per model of result files; empty: EMPA's published runs (fetched)
+result_dirs = []                       # folders of result files, one sub-folder per model; empty: this run's sandbox results
 out_dir = ""                           # empty: <run_dir>/epm
 case_meta_source = "scenario"          # EMPA need priorities: scenario reads the case text, empa_stats follows EMPA statistics (the published persona slices)
 
 # %%
 from echo_lib.notebook import start
+from echo_lib.upstream import published_note, require, sandbox_dirs
 cfg = start(config or config_path)     # chdir to project root, validate config, seed
+if not result_dirs:   # by hand: this run's sandbox results, the folders the DAG's rule epm passes
+    require(cfg, "epm")   # stage 04's summaries; a missing file names the snakemake command
+    result_dirs = sandbox_dirs(cfg)
+    print(published_note(cfg))   # EMPA's published runs: the DAG's second job of this notebook
 
 # %%
 from pathlib import Path
@@ -55,13 +63,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from echo_lib.empa_source import configured_layout
-from echo_lib.epm.scoring import known_case_meta, resolve_result_dirs, score_folders, write_tables
+from echo_lib.epm.scoring import known_case_meta, score_folders, write_tables
 from echo_lib.epm.slices import slice_table, slice_wide
 from echo_lib.report import epm_figures as figs
 
 empa = configured_layout(cfg.sandbox.empa_dir, cfg.empa)   # None until the DAG's rule `empa` has fetched it
 empa_dir = empa.root if empa else None
-dirs = resolve_result_dirs(result_dirs, empa.results if empa else None)
+dirs = [Path(d) for d in result_dirs]
 out = Path(out_dir or cfg.run_dir / "epm")
 print("scoring:", ", ".join(map(str, dirs)), "->", out)
 print("EPM parameters:", cfg.epm)

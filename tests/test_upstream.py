@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from echo_lib.config import load_config
-from echo_lib.upstream import require, stage_inputs
+from echo_lib.empa_source import EmpaLayout, layout_file, published_runs_here
+from echo_lib.provenance import write_json
+from echo_lib.upstream import published_note, require, sandbox_dirs, stage_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,17 +54,47 @@ def test_a_policy_variant_under_test_needs_its_adapter_and_the_base_does_not(tmp
 
 
 def test_every_stage_notebook_checks_its_inputs_right_after_start():
-    for py in sorted((ROOT / "notebooks").glob("0[1-46-7]_*.py")):
+    for py in sorted((ROOT / "notebooks").glob("0[1-7]_*.py")):
         text = py.read_text()
         start = text.index("cfg = start(")
-        assert re.search(r"\nrequire\(cfg, \"\w+\"", text[start:start + 400]), py.name
+        assert re.search(r"\n *require\(cfg, \"\w+\"", text[start:start + 400]), py.name
 
 
-def test_stage_05_by_hand_without_fetched_runs_says_how_to_fetch_them(tmp_path):
-    from echo_lib.epm.scoring import resolve_result_dirs
-    with pytest.raises(FileNotFoundError, match=r"snakemake --cores 1 empa"):
-        resolve_result_dirs([], None)
-    assert resolve_result_dirs([], tmp_path) == [tmp_path]
+def test_stage_05_by_hand_reads_the_folders_the_dags_rule_epm_passes(tmp_path):
+    """Without result_dirs, notebook 05 analyses this run's own sandbox results: one folder per model of
+    sandbox.models (the Snakefile's rule epm passes sandbox_dirs too), each with the summary.json stage 04
+    writes last; a missing one names the snakemake target. It loads no model."""
+    c = cfg(tmp_path, models_dir=str(tmp_path / "models"), sandbox={"models": ["base", "echo"]})
+    run = tmp_path / "results/r"
+    assert sandbox_dirs(c) == [run / "sandbox/base", run / "sandbox/echo"]
+    assert 'sandbox_dirs(CFG)' in (ROOT / "Snakefile").read_text()
+    (run / "sandbox/base").mkdir(parents=True)
+    (run / "sandbox/base/summary.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"1 of its inputs are missing:\n  \S+/sandbox/echo/summary.json\n"
+                                                r"(.|\n)*snakemake --cores 2 .* \S+/sandbox/echo/summary.json$"):
+        require(c, "epm")
+    (run / "sandbox/echo").mkdir()
+    (run / "sandbox/echo/summary.json").write_text("{}")
+    require(c, "epm")   # all there, and no checkpoint needed: nothing raised
+    assert stage_inputs(c, "epm") == [d / "summary.json" for d in sandbox_dirs(c)]
+
+
+def test_stage_05_by_hand_says_where_the_published_runs_are_or_why_they_are_skipped(tmp_path):
+    """Offline with EMPA never fetched, the note says so (nothing is probed); fetched, it gives the
+    parameters that analyse them; published.empa_results names a folder of its own."""
+    empa = {"source": "https://example.invalid/EMPA", "commit": None, "cache_dir": str(tmp_path / "cache")}
+    c = cfg(tmp_path, empa=empa)
+    note = published_note(c)
+    assert note.startswith("note: EMPA's published runs are not fetched") and "snakemake --cores 1 empa" in note
+    assert note.endswith("the published comparison (stage 05 on EMPA's runs) is skipped")
+    runs = tmp_path / "EMPA/results/benchmark_runs/epm-bench"
+    layout = EmpaLayout(root=tmp_path / "EMPA", data=tmp_path / "EMPA/empa/data", results=runs)
+    write_json(layout_file(c.empa), layout.to_dict())   # what rule empa leaves
+    assert published_runs_here(None, c.empa) == (runs, None)
+    note = published_note(c)
+    assert f"result_dirs = [{str(runs)!r}]" in note and "epm_published" in note and "'empa_stats'" in note
+    c = cfg(tmp_path, empa=empa, published={"empa_results": str(tmp_path / "nowhere")})
+    assert "published.empa_results" in published_note(c) and "skipped" in published_note(c)
 
 
 def test_the_paper_and_the_nee_panel_do_not_need_the_base_checkpoint(tmp_path):
