@@ -90,6 +90,14 @@ table = report.table()
 table
 
 # %% [markdown]
+# Which model answered each role: the ids the servers said they served (API models) and their system
+# fingerprints, from this stage's provenance records; a local model is its configured id (`local`).
+
+# %%
+from echo_lib.llm.served import served_rows
+pd.DataFrame(served_rows(report.served))
+
+# %% [markdown]
 # ## One dialogue, turn by turn
 # The user's message, the model's reply, and after each judged turn the move $v_t$, the position $P_t$ and
 # the energy. Lines marked `[director]` are the guidance the Actor followed for its next message.

@@ -96,6 +96,13 @@ for note in res.notes:
 res.ratings.head(12)
 
 # %% [markdown]
+# Which model answered as each judge: the served ids and system fingerprints of this stage's calls.
+
+# %%
+from echo_lib.llm.served import served_rows
+pd.DataFrame(served_rows(res.served))
+
+# %% [markdown]
 # ## Scores
 # `nee` is on 0-100 with its 95% bootstrap interval; the dimension columns are on the same scale. `epmq` is
 # stage 05's EPM-Q; `composite` is this package's fusion (w = `nee.composite_weight`). At the tiny scale
