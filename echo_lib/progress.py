@@ -6,8 +6,8 @@ transformers' "Loading weights", the GGUF conversion, huggingface_hub's download
 stage log at most every 30 seconds instead of one per update. TQDM_MINITERS=1 goes with it: with tqdm's
 dynamic miniters, its monitor thread redraws a bar that has not printed for `maxinterval` (10 s) without
 resetting the bar's clock, so the next update printed again: two or three lines per 30 s in stage
-04_judges (2026-12-06). With miniters 1 every update checks the clock and the monitor leaves the bar alone. A notebook stepped through in JupyterLab,
-or a script, runs without them and keeps live bars.
+04_judges (2026-12-06). With miniters 1 every update checks the clock and the monitor leaves the bar alone.
+A notebook stepped through in JupyterLab, or a script, runs without them and keeps live bars.
 """
 from __future__ import annotations
 

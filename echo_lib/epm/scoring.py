@@ -100,17 +100,6 @@ def input_files(roots: list[str | Path] | str | Path) -> list[Path]:
     return [f for folder in model_folders(roots) for f in (*sorted(folder.glob(RESULT_GLOB)), folder / SUMMARY)]
 
 
-def resolve_result_dirs(result_dirs: list[str | Path], published: Path | None) -> list[Path]:
-    """The folders to score: as given, or ([]) EMPA's published runs (`published`, from its layout) if known."""
-    if result_dirs:
-        return [Path(d) for d in result_dirs]
-    if published is not None and published.is_dir():
-        return [published]
-    raise FileNotFoundError("no result folders given and EMPA's published runs are not fetched: fetch them with "
-                            "`snakemake --cores 1 empa` (empa.source names the repository or a local clone), or pass "
-                            "result_dirs (folders with one sub-folder per model of *_result.json files)")
-
-
 def write_tables(scored: Scored, out_dir: str | Path, constants: str) -> dict[str, Path]:
     """per_case.csv (full precision) and summary.csv (2 dp, the constant set named in a column)."""
     out_dir = Path(out_dir)

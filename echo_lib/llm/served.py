@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from echo_lib.llm.provenance import labelled_records, log_files
+
 LOCAL = "local"   # the system_fingerprint listed for a local (hf) model: its configured weights answered
 NOT_SEEN = ("no record of this stage lists a served id for this model: every answer came from the call cache "
             "of a run before records named their stage, the server sends no model id, or no call was made")
@@ -51,6 +53,12 @@ def served_by_role(roles: dict[str, str], specs: dict[str, Any], records: list[d
             entry["note"] = NOT_SEEN
         out[role] = entry
     return out
+
+
+def served_in_stage(roles: dict[str, str], specs: dict[str, Any], llms, **labels: str) -> dict[str, dict]:
+    """served_by_role over the provenance records `llms` wrote while a stage labelled them with `labels`
+    (provenance.labelled), over every run of that stage."""
+    return served_by_role(roles, specs, labelled_records(log_files(llms), **labels))
 
 
 def served_rows(by_role: dict[str, dict]) -> list[dict]:

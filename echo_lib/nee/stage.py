@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from echo_lib.llm.provenance import labelled, labelled_records, log_files
-from echo_lib.llm.served import served_by_role
+from echo_lib.llm.provenance import labelled
+from echo_lib.llm.served import served_in_stage
 from echo_lib.nee.agreement import krippendorff_alpha
 from echo_lib.nee.blinding import Blinder, Transcript, read_model_transcripts
 from echo_lib.nee.dimensions import DIMENSIONS, KEYS, LEVELS
@@ -236,7 +236,7 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
 def served_judges(judges: list[str], specs: dict, llms: list) -> dict[str, dict]:
     """Per judge model, the ids its server said it served in this stage's calls (over every run of the stage),
     read from the provenance files the judges' `llms` write to; a local judge is its configured id, "local"."""
-    return served_by_role({n: n for n in judges}, specs, labelled_records(log_files(llms), stage=STAGE))
+    return served_in_stage({n: n for n in judges}, specs, llms, stage=STAGE)
 
 
 def read_outputs(out_dir: str | Path) -> dict[str, pd.DataFrame]:

@@ -100,10 +100,9 @@ def _interval(intervals: pd.DataFrame | None, model: str) -> str:
     """The success rate's 95 % interval over cases as stage 05 prints it ("[0.0, 33.3]"), or --."""
     if intervals is None:
         return NONE
-    row = intervals[intervals["Model"] == model]
-    if row.empty or pd.isna(row["Success (%) 95% CI"].iloc[0]) or not str(row["Success (%) 95% CI"].iloc[0]).strip():
-        return NONE
-    return str(row["Success (%) 95% CI"].iloc[0])
+    cells = intervals.loc[intervals["Model"] == model, "Success (%) 95% CI"]
+    cell = cells.iloc[0] if len(cells) else None
+    return str(cell) if cell is not None and pd.notna(cell) and str(cell).strip() else NONE
 
 
 def _measured(claim: ReportedClaim, model: str | None, epm: pd.DataFrame, nee: pd.DataFrame,

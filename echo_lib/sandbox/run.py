@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.llm.provenance import labelled, labelled_records, log_files
-from echo_lib.llm.served import served_by_role
+from echo_lib.llm.provenance import labelled
+from echo_lib.llm.served import served_in_stage
 from echo_lib.sandbox.actor import Actor
 from echo_lib.sandbox.judge import Judge
 from echo_lib.sandbox.loop import CaseError, CaseState, Players, play
@@ -129,7 +129,7 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
 def served_models(roles: dict[str, str], specs: dict, llms, model: str) -> dict[str, dict]:
     """Per role (test_model_name, actor_model, ...), the ids the servers said they served in this stage's calls
     for the tested `model`, over every run of it, read from the provenance files `llms` write to."""
-    return served_by_role(roles, specs, labelled_records(log_files(llms), stage=STAGE, tested_model=model))
+    return served_in_stage(roles, specs, llms, stage=STAGE, tested_model=model)
 
 
 def record_case(c: CaseState, out: Path, meta: RunMeta, unrecorded: dict[str, str]) -> None:
