@@ -21,7 +21,7 @@ import numpy as np
 from echo_lib.config import load_config
 from echo_lib.epm.case_meta import DIFFICULTIES
 from echo_lib.epm.iedr import initial_deficit
-from echo_lib.llm import load_llm
+from echo_lib.models import load_llm
 from echo_lib.sandbox.judge import Judge
 from echo_lib.scenarios.cases import load_cases
 
@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     cfg = load_config(args.config, sandbox={"case_set": "own", "max_cases": 0})
-    cases = load_cases(cfg)
+    cases = load_cases(cfg.sandbox, cfg.empa, cfg.seed)
     llm = load_llm(cfg, cfg.roles.judge)
     difficulty = [DIFFICULTIES.index(sc.labels.difficulty) for sc in cases]
     out = {"judge": cfg.roles.judge, "n_cases": len(cases), "difficulty_levels": list(DIFFICULTIES)}

@@ -28,7 +28,7 @@ from echo_lib.config import load_config
 from echo_lib.judges.sensitivity import pairwise_preferences, transcript
 from echo_lib.judges.sensitivity_set import load_set, select
 from echo_lib.judges.train import examples
-from echo_lib.llm import load_llm
+from echo_lib.models import load_llm
 from echo_lib.llm.readout import fit_heads, question
 from echo_lib.nee.blinding import Blinder
 from echo_lib.nee.prompts import PAIR_MARKS, PAIR_QUESTION, pairwise_prompt

@@ -32,7 +32,7 @@ import numpy as np
 from echo_lib.config import load_config
 from echo_lib.judges.sensitivity import REPLIES, history
 from echo_lib.judges.sensitivity_set import load_set, select
-from echo_lib.model_setup import weights_path
+from echo_lib.models import registry
 from echo_lib.sandbox.judge import mdep_prompt
 
 
@@ -102,7 +102,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     cfg = load_config(args.config)
-    path = weights_path(cfg, cfg.models["base"])
+    path = registry(cfg).weights("base")
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     items = load_set(cfg.judges.set)

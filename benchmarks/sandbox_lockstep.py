@@ -113,14 +113,14 @@ def run_arm(arm: str, work: Path, n_cases: int, max_turns: int, threads: int) ->
     if threads:
         torch.set_num_threads(threads)
 
-    from echo_lib.llm import load_llm
-    from echo_lib.sandbox import run_sandbox
+    from echo_lib.models import load_llm
+    from echo_lib.sandbox.stage import run_sandbox
     from echo_lib.scenarios import select_cases
 
     results_dir = work / arm
     mb = ARMS[arm]
     cfg = tiny_config(results_dir, n_cases, max_turns, prefix_cache_mb=mb)
-    ids = [sc.id for sc in select_cases(cfg).scenarios]
+    ids = [sc.id for sc in select_cases(cfg.sandbox, cfg.empa, cfg.seed).scenarios]
     t0 = time.perf_counter()
     llm = load_llm(cfg, "base", dialogues=True)
     llm.backend.load()

@@ -20,10 +20,13 @@ import jsonschema
 import yaml
 
 from echo_lib import strict_yaml
+from echo_lib.embedded import EmbeddedModel   # noqa: F401  (re-exported: defined beside what uses it)
 from echo_lib.empa_source import EmpaParams
 from echo_lib.epm.params import EPMParams
+from echo_lib.llm.registry import ModelSpec   # noqa: F401  (re-exported: the model layer's own type)
 from echo_lib.llm.settings import LLMSettings
 from echo_lib.paths import project_root
+from echo_lib.provenance import RunRecord
 from echo_lib.judges.params import JudgeSensitivityParams
 from echo_lib.nee.params import NEEParams
 from echo_lib.policy.params import PolicyParams
@@ -31,6 +34,7 @@ from echo_lib.report.params import PaperParams
 from echo_lib.controls.params import ControlParams
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.sandbox.params import SandboxRunParams
+from echo_lib.scenarios.cases import SandboxCases
 from echo_lib.synthesis.settings import DataConfig
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
@@ -39,35 +43,6 @@ DEFAULT_CONFIG = project_root() / "config" / "default.yaml"
 
 class ConfigError(ValueError):
     """A run configuration that cannot be used; the message says what to change."""
-
-
-@dataclass(frozen=True)
-class EmbeddedModel:
-    """A model shipped inside a PyPI wheel (a GGUF file)."""
-    wheel: str
-    sha256: str
-    gguf_file: str
-    package_dir: str
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model of the run, named in the `models:` section."""
-    name: str
-    backend: str
-    source: str
-    id: str
-    revision: str | None
-    adapter: str | None
-    dtype: str
-    device: str
-    load_in_4bit: bool
-    base_url: str | None
-    api_key_env: str | None
-    readout: str | None = None     # read-out heads that answer choose from a hidden layer (echo_lib.llm.readout)
-    gradient_checkpointing: bool = False   # training recomputes activations (echo_lib.finetune)
-    attn_implementation: str | None = None  # transformers' attention kernel; null: its default (sdpa)
-    request_rules: dict | None = None   # backend openai: what its endpoint accepts (openai_backend.RequestRules)
 
 
 @dataclass(frozen=True)
@@ -89,15 +64,6 @@ class Roles:
     director: str
     judge: str
     nee_judges: list[str]
-
-
-@dataclass(frozen=True)
-class SandboxCases:
-    case_set: str
-    empa_dir: str | None
-    case_ids: list[str]
-    models: list[str]
-    max_cases: int
 
 
 @dataclass(frozen=True)
@@ -153,6 +119,11 @@ class RunConfig:
     @property
     def hash(self) -> str:
         return config_hash(self.raw)
+
+    @property
+    def record(self) -> RunRecord:
+        """What every artifact's provenance records of the run (echo_lib.provenance.provenance)."""
+        return RunRecord(self.run_name, self.scale, self.hash, self.seed)
 
 
 # --------------------------------------------------------------------------------------------

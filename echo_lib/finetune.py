@@ -29,7 +29,7 @@ class EmptyWeightsError(RuntimeError):
 @dataclass(frozen=True)
 class TrainBase:
     """What training needs of a model spec: where the weights are and how to load them."""
-    weights: str                     # a folder or hub id (model_setup.weights_path)
+    weights: str                     # a folder or hub id (echo_lib.llm.weights_path)
     dtype: str = "float32"           # float32 | bfloat16 | float16: also the trainer's precision
     device: str = "cpu"              # cpu | cuda | auto (device_map auto: layers over the node's GPUs)
     load_in_4bit: bool = False       # QLoRA: the frozen base in 4-bit NF4 (bitsandbytes)
@@ -37,10 +37,10 @@ class TrainBase:
     attn_implementation: str | None = None  # null: transformers' default (sdpa); flash_attention_2 needs flash-attn
 
     @classmethod
-    def of(cls, cfg, spec) -> "TrainBase":
-        """The spec of an hf-backend model of the run config, as training loads it."""
-        from echo_lib.model_setup import weights_path
-        return cls(weights_path(cfg, spec), spec.dtype, spec.device, spec.load_in_4bit,
+    def of(cls, spec, weights: str) -> "TrainBase":
+        """An hf-backend model's spec (echo_lib.llm.ModelSpec) with its weights' folder or hub id, as training
+        loads it (ModelRegistry.train_base(name) gives both)."""
+        return cls(str(weights), spec.dtype, spec.device, spec.load_in_4bit,
                    spec.gradient_checkpointing, spec.attn_implementation)
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from echo_lib.config import ModelSpec, RunConfig
 from echo_lib.embedded import check_pin, prepare_embedded, recorded_sha256
+from echo_lib.llm.registry import weights_path as llm_weights_path
 
 
 @dataclass(frozen=True)
@@ -26,16 +27,9 @@ class ResolvedModel:
 
 
 def weights_path(cfg: RunConfig, spec: ModelSpec) -> str:
-    """What `from_pretrained` should load for an hf-backend model.
-
-    embedded -> the converted checkpoint under `models_dir/<id>/` (stage 00 writes it);
-    local -> the folder itself; hub -> the hub id (transformers resolves it from the HF cache).
-    """
-    if spec.backend != "hf":
-        raise ValueError(f"model {spec.name!r} has backend {spec.backend!r}; only hf models have weights here")
-    if spec.source == "embedded":
-        return str(Path(cfg.models_dir) / spec.id)
-    return spec.id
+    """What `from_pretrained` should load for an hf-backend model of the run (echo_lib.llm.weights_path in
+    the run's models_dir; kept with this signature for echo_lib.upstream)."""
+    return llm_weights_path(spec, cfg.models_dir)
 
 
 def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=print) -> ResolvedModel:
@@ -45,7 +39,7 @@ def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=pr
 
     if spec.source == "embedded":
         emb = cfg.embedded[spec.id]
-        target = Path(weights_path(cfg, spec))
+        target = Path(llm_weights_path(spec, cfg.models_dir))
         if dry_run:
             return result(str(target), "reused" if recorded_sha256(target) == emb.sha256 else "planned")
         was_there = recorded_sha256(target) == emb.sha256
@@ -87,7 +81,8 @@ def check_pins(cfg: RunConfig) -> None:
 
 def smoke_chat_reply(cfg: RunConfig) -> str:
     """Sample one reply of the smoke-chat model to the configured emotional message (seeded, cached)."""
-    from echo_lib.llm import Sampling, load_llm
+    from echo_lib.llm import Sampling
+    from echo_lib.models import load_llm
 
     chat = cfg.smoke_chat
     messages = [{"role": "system", "content": chat.system_prompt}, {"role": "user", "content": chat.message}]

@@ -7,6 +7,7 @@ import platform
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,9 +40,19 @@ def git_commit(root: Path | None = None) -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
-def provenance(cfg, **extra: Any) -> dict:
-    """The record written beside an artifact; `cfg` is a RunConfig."""
-    return {"run_name": cfg.run_name, "scale": cfg.scale, "config_hash": cfg.hash, "seed": cfg.seed,
+@dataclass(frozen=True)
+class RunRecord:
+    """What provenance records of the run (RunConfig.record builds it)."""
+    run_name: str
+    scale: str
+    config_hash: str
+    seed: int
+
+
+def provenance(run: RunRecord, **extra: Any) -> dict:
+    """The record written beside an artifact: the run's name, scale, config hash and seed, the commit, the
+    time, Python and the tracked packages' versions, and `extra` (the stage, its step, ...)."""
+    return {"run_name": run.run_name, "scale": run.scale, "config_hash": run.config_hash, "seed": run.seed,
             "git_commit": git_commit(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": platform.python_version(), "packages": package_versions(), **extra}
 

@@ -14,10 +14,10 @@ version constants themselves are left out, so they can be edited without a new v
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 from pathlib import Path
 from typing import Sequence
-
-from echo_lib.llm.types import stable_hash
 
 PACKAGE = Path(__file__).parent
 VERSION_NAMES = ("_VERSION", "_TEXT_FINGERPRINT")   # constants named so are not part of the text they describe
@@ -65,7 +65,7 @@ def prompt_text(source: str) -> list[str]:
 def text_fingerprint(modules: Sequence[str], root: str | Path = PACKAGE) -> str:
     """The fingerprint of the prompt text of `modules` (paths under `root` without .py, e.g. "sandbox/judge")."""
     root = Path(root)
-    return stable_hash([(m, prompt_text((root / f"{m}.py").read_text(encoding="utf-8"))) for m in modules], 16)
+    return _sha256([(m, prompt_text((root / f"{m}.py").read_text(encoding="utf-8"))) for m in modules], 16)
 
 
 def stale_version(name: str, version: str, recorded: str, modules: Sequence[str],
@@ -79,3 +79,9 @@ def stale_version(name: str, version: str, recorded: str, modules: Sequence[str]
             f"{name} (a new number and month, and what changed) and set "
             f"{name.removesuffix('_VERSION')}_TEXT_FINGERPRINT = {now!r}; if only a message that no model reads "
             "changed, set the fingerprint alone")
+
+
+def _sha256(obj, n: int) -> str:
+    """The first n hex digits of the SHA-256 of obj as sorted JSON (the model layer's stable_hash; this
+    foundation module computes it itself rather than import the model layer)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:n]

@@ -550,7 +550,9 @@ def vllm_server(s: Smoke) -> dict[str, Any]:
         raise Skip(why)
     import secrets
 
-    from echo_lib.llm import Sampling, load_llm
+    from echo_lib.llm import Sampling
+
+    from echo_lib.models import load_llm
     run_dir = s.fresh_run("vllm_server")
     run_dir.mkdir(parents=True)
     adapter, whose = s.policy_adapter()

@@ -62,7 +62,7 @@ pd.DataFrame(manifest.values()).set_index("name")
 
 # %%
 manifest_file = manifest_path or cfg.run_dir / "models" / "manifest.json"
-write_json(manifest_file, {"models": manifest, "dry_run": dry_run, "provenance": provenance(cfg)})
+write_json(manifest_file, {"models": manifest, "dry_run": dry_run, "provenance": provenance(cfg.record)})
 print(f"manifest written to {manifest_file}")
 
 # %% [markdown]

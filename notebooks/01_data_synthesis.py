@@ -74,7 +74,7 @@ print(f"run {cfg.run_name!r}: generator {cfg.roles.policy!r}, rubric judge {cfg.
 # %%
 import pandas as pd
 
-from echo_lib.llm import load_llm
+from echo_lib.models import load_llm
 from echo_lib.synthesis import stage
 
 generator = load_llm(cfg, cfg.roles.policy)

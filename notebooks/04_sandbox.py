@@ -61,7 +61,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from echo_lib.report.epm_figures import save_figure
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox.stage import run_sandbox
 from echo_lib.sandbox.figures import energy_plot, trajectory_table, transcript
 
 print("model under test:", model, "| actor:", cfg.roles.actor, "| director:", cfg.roles.director,

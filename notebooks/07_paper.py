@@ -63,7 +63,7 @@ run = cfg.run_dir
 out = Path(paper_dir or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_name))
 tables, figures = out / "tables", out / "figures"
 RM_KINDS = ["humanlike", "empathy", "scalar"]
-record = provenance(cfg, stage="07_paper")   # before this stage writes anything: the commit it ran from
+record = provenance(cfg.record, stage="07_paper")   # before this stage writes anything: the commit it ran from
 print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
 # %% [markdown]

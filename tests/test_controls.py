@@ -59,9 +59,9 @@ def test_control_runs_on_the_tiny_model(tiny_lm_dir, tmp_path):
 def policy_base() -> Path:
     """The converted policy base of the default config (stage 00 writes it), or skip."""
     from echo_lib.config import load_config
-    from echo_lib.model_setup import weights_path
+    from echo_lib.models import registry
     cfg = load_config()
-    path = Path(weights_path(cfg, cfg.models[cfg.roles.policy]))
+    path = Path(registry(cfg).weights(cfg.roles.policy))
     path = path if path.is_absolute() else ROOT / path
     if not (path / "config.json").exists():
         pytest.skip(f"no converted policy base at {path}; run stage 00 (snakemake models) first")

@@ -41,6 +41,11 @@ def cfg_with(**sandbox):
     block = {"case_set": "own", "empa_dir": None, "case_ids": [], "max_cases": 0} | sandbox
     return load_config(ROOT / "config/default.yaml", sandbox=block, seed=0)
 
+def sections(cfg):
+    """What select_cases and load_cases take of a run config: the sandbox: and empa: sections, the seed."""
+    return cfg.sandbox, cfg.empa, cfg.seed
+
+
 
 def empa_cfg(data: Path, ids=TWO):
     return cfg_with(case_set="empa", empa_dir=str(data), case_ids=list(ids))
@@ -80,7 +85,7 @@ def test_a_case_listed_twice_in_official_cases_is_named_against_that_file(tmp_pa
     with pytest.raises(ValueError, match=rf"{path}: line 3 lists 'script_003' again \(first on line 1\)"):
         read_official_ids(data)
     with pytest.raises(ValueError, match=r"official_cases\.txt: line 3"):   # not 'sandbox.case_ids lists a case twice'
-        select_cases(cfg_with(case_set="empa", empa_dir=str(data)))
+        select_cases(*sections(cfg_with(case_set="empa", empa_dir=str(data))))
     with pytest.raises(ValueError, match=r"official_cases\.txt: line 3"):
         import_empa(data)
     assert check(["check", str(data), "--official"]) == 2
@@ -94,7 +99,7 @@ def test_two_stories_for_one_case_make_that_case_invalid_naming_both_files(tmp_p
     write_json(extra, [by_id["script_003"] | {"故事的结果": "另一个结局。"}])
     # the same story twice (a full file and an official-30 one) is no conflict
     write_json(data / "scenarios" / "character_stories_official.json", [by_id["script_042"]])
-    sel = select_cases(empa_cfg(data))
+    sel = select_cases(*sections(empa_cfg(data)))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     (bad,) = sel.invalid
     assert bad.case_id == "script_003"
@@ -102,7 +107,7 @@ def test_two_stories_for_one_case_make_that_case_invalid_naming_both_files(tmp_p
     assert "剧本编号=script_003" in bad.error and "keep one" in bad.error
     # the same script twice in one file, different: named with both entries
     write_json(extra, [by_id["script_128"], by_id["script_128"] | {"故事的插曲": "别的插曲。"}])
-    sel = select_cases(empa_cfg(data, ["script_128", "script_042"]))
+    sel = select_cases(*sections(empa_cfg(data, ["script_128", "script_042"])))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert f"{extra}" in sel.invalid[0].error and "entries [0] and [1]" in sel.invalid[0].error
     assert check(["check", str(data)]) == 1
@@ -117,7 +122,7 @@ def test_a_metadata_value_that_is_no_value_is_named_against_case_metadata(tmp_pa
     assert meta["sampled_cases"][1]["script_id"] == "script_042"
     meta["sampled_cases"][1][field] = value
     (data / "case_metadata.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-    sel = select_cases(empa_cfg(data))
+    sel = select_cases(*sections(empa_cfg(data)))
     assert [s.id for s in sel.scenarios] == ["script_003"]
     (bad,) = sel.invalid
     assert bad.case_id == "script_042" and bad.path == str(data / "case_metadata.json")
@@ -129,7 +134,7 @@ def test_a_case_listed_twice_in_case_metadata_with_other_labels(tmp_path):
     meta = json.loads((data / "case_metadata.json").read_text(encoding="utf-8"))
     meta["sampled_cases"].append(meta["sampled_cases"][0] | {"difficulty": "极难"})
     (data / "case_metadata.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-    sel = select_cases(empa_cfg(data))
+    sel = select_cases(*sections(empa_cfg(data)))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert "sampled_cases[0] and [3]" in sel.invalid[0].error and "script_003" in sel.invalid[0].error
 
@@ -153,7 +158,7 @@ def test_stage_04_writes_nothing_outside_its_folder(tmp_path):
     """The id of EMPA's downloaded list became the error file's name: ../../escaped_error.json."""
     from test_sandbox_fakes import config, fakes
 
-    from echo_lib.sandbox import run_sandbox
+    from echo_lib.sandbox.stage import run_sandbox
 
     data = empa_copy(tmp_path)
     (data / "official_cases.txt").write_text("script_003\n../../../../escaped\n", encoding="utf-8")
@@ -193,7 +198,7 @@ def test_a_case_file_that_links_outside_the_empa_folder_is_refused(tmp_path):
     shutil.move(data / "cases" / "script_003.md", secret)
     (data / "cases" / "script_003.md").symlink_to(secret)
     (data / "cases" / "script_005.md").symlink_to(data / "cases" / "script_042.md")   # inside: fine to read
-    sel = select_cases(empa_cfg(data, ["script_003", "script_042"]))
+    sel = select_cases(*sections(empa_cfg(data, ["script_003", "script_042"])))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert "script_003.md" in sel.invalid[0].error and "outside the EMPA folder" in sel.invalid[0].error
     assert str(secret) in sel.invalid[0].error
@@ -335,7 +340,7 @@ def test_a_story_entry_that_is_a_string(tmp_path, capsys):
     assert code == 1 and out[0].startswith("4 of 4 cases import")
     assert out[1] == (f"FAIL {file}: field '[4]' is a str, not a story object; fix: give each story as an object "
                       "with 剧本编号, 故事的经过, 故事的结果 and 故事的插曲 (or remove the entry)")
-    assert [s.id for s in select_cases(empa_cfg(data)).scenarios] == TWO
+    assert [s.id for s in select_cases(*sections(empa_cfg(data))).scenarios] == TWO
 
 
 @pytest.mark.parametrize("shape", ["stages a list", "a stage a string", "stages a string", "id a number",
@@ -354,7 +359,7 @@ def test_story_shapes(tmp_path, capsys, shape):
     elif shape == "id a number":
         entries[i]["剧本编号"] = 42
     write_json(file, {"file a string": "故事", "file a number": 7}.get(shape, entries))
-    sel = select_cases(empa_cfg(data, ["script_003", "script_042", "script_128"]))
+    sel = select_cases(*sections(empa_cfg(data, ["script_003", "script_042", "script_128"])))
     if shape.startswith("file"):     # no story at all: every case says which file and why
         assert sel.scenarios == [] and len(sel.invalid) == 3
         assert all(f"{file}" in c.error and "not a list of stories" in c.error for c in sel.invalid)
@@ -377,13 +382,13 @@ def test_a_metadata_entry_of_the_wrong_shape_and_metadata_as_a_list(tmp_path, ca
     assert code == 1 and out[0].startswith("4 of 4 cases import")
     assert f"FAIL {path}: field 'sampled_cases[0]' is a str, not an object" in out[1]
     assert f"FAIL {path}: field 'sampled_cases[1].script_id' is missing" in out[2]
-    sel = select_cases(empa_cfg(data))
+    sel = select_cases(*sections(empa_cfg(data)))
     assert [s.labels.difficulty for s in sel.scenarios] == ["Medium", "Medium"]   # the good entries still count
     write_json(path, meta["sampled_cases"])                                       # the list without its object
     assert check(["check", str(data)]) == 2
     assert f"{path}: field 'sampled_cases' is missing" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"case_metadata\.json: field 'sampled_cases' is missing"):
-        select_cases(empa_cfg(data))
+        select_cases(*sections(empa_cfg(data)))
 
 
 def test_a_ranking_that_names_one_need_three_times(tmp_path):
@@ -393,7 +398,7 @@ def test_a_ranking_that_names_one_need_three_times(tmp_path):
     text = md.read_text(encoding="utf-8")
     block = text[text.index("当下共情需求优先级"):text.index("</psychological_profile>")]
     md.write_text(text.replace(block, "当下共情需求优先级：认知共情 > 认知共情 > 认知共情\n"), encoding="utf-8")
-    sel = select_cases(empa_cfg(data))
+    sel = select_cases(*sections(empa_cfg(data)))
     assert [s.id for s in sel.scenarios] == ["script_003"]
     assert f"{md}: field '(tagged sections)' no priority level found for" in sel.invalid[0].error
     with pytest.raises(ValueError, match="no priority level found"):
@@ -407,7 +412,7 @@ def test_two_stray_keys_of_different_types_cost_that_case_only(tmp_path, monkeyp
     text = (own_dir() / "own_001.yaml").read_text(encoding="utf-8")
     (folder / "own_001.yaml").write_text(text + "\n1: one\nzz: two\n", encoding="utf-8")
     monkeypatch.setattr(cases_mod, "own_dir", lambda: folder)
-    sel = select_cases(cfg_with())
+    sel = select_cases(*sections(cfg_with()))
     assert [s.id for s in sel.scenarios] == ["own_002"]
     assert "own_001.yaml: field '1' is not a scenario field" in sel.invalid[0].error
 
@@ -423,7 +428,7 @@ def test_an_unforeseen_error_in_one_case_costs_that_case_only(tmp_path, monkeypa
         return real(root, cid, *args)
     monkeypatch.setattr(cases_mod, "import_case", flaky)
     monkeypatch.setattr(check_mod, "import_case", flaky)
-    sel = select_cases(empa_cfg(FIXTURE))
+    sel = select_cases(*sections(empa_cfg(FIXTURE)))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert "script_003.md" in sel.invalid[0].error and "TypeError" in sel.invalid[0].error
     assert check(["check", str(FIXTURE)]) == 1

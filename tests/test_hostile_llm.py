@@ -26,10 +26,11 @@ from openai_stub import Raw, Stub, completion
 from test_sandbox_fakes import ROLES, FakeBackend, config
 
 from echo_lib.config import ConfigError, load_config
-from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
+from echo_lib.llm import LLMError, LLMSettings, Sampling, make_llm
+from echo_lib.models import load_llm
 from echo_lib.llm.openai_backend import OpenAIBackend
 from echo_lib.llm.secrets import redact
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox.stage import run_sandbox
 
 KEY = "echo0pass/7f3a+9cQzz="   # no key-like prefix; URL-encoding changes it
 ENV = "ECHO_HOSTILE_KEY"

@@ -22,9 +22,10 @@ import pytest
 from test_sandbox_fakes import config, fakes
 
 from echo_lib.config import load_config
-from echo_lib.sandbox import SandboxFailed, run_sandbox, summary_rows
+from echo_lib.sandbox import summary_rows
+from echo_lib.sandbox.stage import SandboxFailed, run_sandbox
 from echo_lib.sandbox import results as results_mod
-from echo_lib.sandbox import run as run_mod
+from echo_lib.sandbox import stage as run_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "fixtures" / "empa" / "results" / "benchmark_runs" / "epm-bench"
@@ -185,7 +186,7 @@ def _writers(tmp: Path):
     yield "write_macros", tmp / "macros.tex", lambda: write_macros({"RunScale": "tiny"}, tmp)
     yield "write_decision", decision_path(tmp / "adapter"), lambda: write_decision(tmp / "adapter", 0.5, 1.0, [])
     yield "write_log", tmp / "train_log.csv", lambda: write_log([{"stage": "sft", "step": 1}], tmp / "train_log.csv")
-    yield "run_config.json", tmp / "run_config.json", lambda: run_accelerate(SimpleNamespace(raw={"a": 1}), "echo", tmp)
+    yield "run_config.json", tmp / "run_config.json", lambda: run_accelerate(SimpleNamespace(raw={"a": 1}), "m:f", [], tmp)
 
 
 WRITERS = [name for name, _, _ in _writers(Path("."))]
@@ -210,7 +211,8 @@ def test_a_writer_cut_short_leaves_the_old_file_whole(tmp_path, monkeypatch, whi
 def test_hitl_sheet_is_written_atomically(tmp_path, monkeypatch):
     from echo_lib.synthesis import hitl
     from echo_lib.scenarios import select_cases
-    scenarios = select_cases(load_config(config(tmp_path))).scenarios
+    cfg = load_config(config(tmp_path))
+    scenarios = select_cases(cfg.sandbox, cfg.empa, cfg.seed).scenarios
     sheet = tmp_path / "sheet.csv"
     sheet.write_text("OLD\n")
     monkeypatch.setattr(os, "replace", lambda s, d: (_ for _ in ()).throw(OSError("killed before the rename")))

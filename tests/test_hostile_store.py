@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from echo_lib.config import load_config
-from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
+from echo_lib.llm import LLMError, LLMSettings, Sampling, make_llm
+from echo_lib.models import load_llm
 from echo_lib.llm.readout import ReadoutHeads, fit_heads
 from echo_lib.llm.types import Usage
 from test_llm_cache import FakeBackend, chats
@@ -225,7 +226,8 @@ def test_lm_head_choose_with_nan_log_probabilities_is_an_error(tmp_path, tiny_lm
     import torch
 
     from echo_lib.config import load_config
-    from echo_lib.llm import LLMError, load_llm
+    from echo_lib.llm import LLMError
+    from echo_lib.models import load_llm
     from echo_lib.llm.hf import HFBackend
     cfg = load_config({"results_dir": str(tmp_path / "r"), "llm": {"progress": False, "cache": False},
                        "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}}})

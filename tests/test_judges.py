@@ -220,11 +220,11 @@ def test_trained_judge_is_also_scored_on_the_dev_items_it_learnt_from(tmp_path, 
 
 
 def test_a_model_that_is_sandbox_judge_and_nee_judge_is_loaded_once(tmp_path, monkeypatch):
-    import echo_lib.llm
+    import echo_lib.models
     from echo_lib.config import load_config
     from echo_lib.judges.stage import run_sensitivity
     loaded = []
-    monkeypatch.setattr(echo_lib.llm, "load_llm", lambda cfg, name: loaded.append(name) or ToyLLM("sees"))
+    monkeypatch.setattr(echo_lib.models, "load_llm", lambda cfg, name: loaded.append(name) or ToyLLM("sees"))
     embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
     cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
                        "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
@@ -260,9 +260,10 @@ def test_judge_examples_use_the_instruments_own_formats_and_only_dev_items(tmp_p
 
 
 def test_judge_training_refuses_held_out_items(tmp_path):
+    from echo_lib.judges.params import JudgeTrainParams
     from echo_lib.judges.train import train_judge
     with pytest.raises(ValueError, match="dev items only"):
-        train_judge(None, load_set(toy_set(tmp_path, n=4)), tmp_path)
+        train_judge(None, JudgeTrainParams(), None, 3, load_set(toy_set(tmp_path, n=4)), tmp_path, 0)
 
 
 def test_readout_training_refuses_held_out_items(tmp_path):

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from echo_lib.config import ConfigError, load_config
-from echo_lib.llm import LLMError, Sampling, load_llm
+from echo_lib.llm import LLMError, Sampling
+from echo_lib.models import load_llm
 
 SYSTEM = "You are a warm, attentive friend. Reply in two or three sentences."
 USER = ["I failed my exam again and I feel like a total failure.",

@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from echo_lib.llm import Sampling, load_llm
+from echo_lib.llm import Sampling
+
+from echo_lib.models import load_llm
 from echo_lib.llm.kv import new_cache, plan_groups, prefill
 from test_llm_hf import SYSTEM, make_cfg
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from echo_lib.config import load_config
-from echo_lib.llm import FeatureUnsupported, LLMError, Sampling, load_llm
+from echo_lib.llm import FeatureUnsupported, LLMError, Sampling
+from echo_lib.models import load_llm
 from echo_lib.llm.openai_backend import chat_request, choice_from_top_logprobs, choose_request, tools_request
 
 SECRET = "sk-echo-test-DO-NOT-LEAK-7f3a9c"

@@ -12,7 +12,8 @@ import pytest
 from openai_stub import Stub, completion
 
 from echo_lib.config import load_config
-from echo_lib.llm import LLMError, Sampling, load_llm
+from echo_lib.llm import LLMError, Sampling
+from echo_lib.models import load_llm
 
 CHAT = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Level?"}]
 TOOL = {"type": "function", "function": {"name": "reveal_memory", "description": "Reveal one memory.",

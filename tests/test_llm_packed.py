@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from echo_lib.llm import Sampling, load_llm
+from echo_lib.llm import Sampling
+
+from echo_lib.models import load_llm
 from echo_lib.llm.packed import PACKED_ROWS, pack_linears
 from test_llm_hf import CHATS, make_cfg  # tests/ is on sys.path (conftest.py), as for plain `pytest`
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from echo_lib.llm import Sampling, load_llm
+from echo_lib.llm import Sampling
+
+from echo_lib.models import load_llm
 from echo_lib.config import load_config
 from echo_lib.llm.kv import MIN_SHARED, PrefixCache, Tally, keep_lengths, new_cache, prefill
 from test_llm_hf import SYSTEM, make_cfg
@@ -195,14 +197,14 @@ def test_only_dialogue_callers_keep_prompts(tmp_path, tiny_lm_dir):
 
 
 def test_the_sandbox_loads_its_roles_with_the_prefix_cache(tmp_path, monkeypatch):
-    import echo_lib.llm
-    from echo_lib.sandbox.run import run_sandbox
+    import echo_lib.models
+    from echo_lib.sandbox.stage import run_sandbox
     asked = []
 
     def first_role(cfg, name, **kw):
         asked.append(kw)
         raise StopIteration   # enough: how the first role was asked for
-    monkeypatch.setattr(echo_lib.llm, "load_llm", first_role)
+    monkeypatch.setattr(echo_lib.models, "load_llm", first_role)
     with pytest.raises(StopIteration):
         run_sandbox(load_config({"results_dir": str(tmp_path)}), "base")
     assert asked == [{"dialogues": True}]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from echo_lib.config import load_config
-from echo_lib.llm import LLMError, load_llm
+from echo_lib.llm import LLMError
+from echo_lib.models import load_llm
 from echo_lib.llm.readout import ReadoutHeads, fit_heads, question
 from test_llm_hf import make_cfg
 

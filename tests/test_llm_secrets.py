@@ -14,9 +14,10 @@ from openai_stub import Stub
 from test_sandbox_fakes import ROLES, FakeBackend, config
 
 from echo_lib.config import load_config
-from echo_lib.llm import LLMError, LLMSettings, Sampling, load_llm, make_llm
+from echo_lib.llm import LLMError, LLMSettings, Sampling, make_llm
+from echo_lib.models import load_llm
 from echo_lib.llm.secrets import redact
-from echo_lib.sandbox import SandboxFailed, run_sandbox
+from echo_lib.sandbox.stage import SandboxFailed, run_sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "echo0pass7f3a9cQzz"   # no key-like prefix: a pattern would miss it

@@ -156,10 +156,10 @@ def test_policy_prompt_is_the_sandbox_prompt_and_trims_old_turns():
 
 def test_token_counter_counts_tokens_and_long_histories_get_trimmed(tiny_lm_dir, monkeypatch):
     """token_counter counted the keys of transformers 5's BatchEncoding (2), so nothing was ever trimmed."""
-    import echo_lib.model_setup
+    import echo_lib.models
     from echo_lib.policy.stage import token_counter
     from transformers import AutoTokenizer
-    monkeypatch.setattr(echo_lib.model_setup, "weights_path", lambda cfg, spec: tiny_lm_dir)
+    monkeypatch.setattr(echo_lib.models, "registry", lambda cfg: SimpleNamespace(weights=lambda name: tiny_lm_dir))
     cfg = SimpleNamespace(models={"pol": SimpleNamespace(name="pol")}, roles=SimpleNamespace(policy="pol"))
     count = token_counter(cfg)
     turns = [f"turn {i}: I failed my exam again and I feel like a total failure." for i in range(12)] + ["last"]
@@ -258,13 +258,14 @@ def test_accelerate_launcher_needs_its_config(tmp_path):
     cfg = load_config()
     cfg = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, launcher="accelerate", accelerate_config=None))
     with pytest.raises(ValueError, match="policy.accelerate_config is null"):     # and still at launch
-        command(cfg, "echo", tmp_path / "c.json")
+        command(cfg, "echo_lib.policy.stage:launched", ["echo"], tmp_path / "c.json")
     acc = tmp_path / "zero3.yaml"
     acc.write_text("distributed_type: DEEPSPEED\n")
     cfg = load_config(policy={"launcher": "accelerate", "accelerate_config": str(acc)})
-    cmd = command(cfg, "scalar", tmp_path / "c.json")
+    cmd = command(cfg, "echo_lib.policy.stage:launched", ["scalar"], tmp_path / "c.json")
     assert cmd[:4] == ["accelerate", "launch", "--config_file", str(acc)]
-    assert cmd[4:] == ["-m", "echo_lib.policy.launch", "--config", str(tmp_path / "c.json"), "--variant", "scalar"]
+    assert cmd[4:] == ["-m", "echo_lib.policy.launch", "--config", str(tmp_path / "c.json"),
+                       "--entry", "echo_lib.policy.stage:launched", "scalar"]
 
 
 def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, monkeypatch):

@@ -72,7 +72,7 @@ def test_evaluation_and_reward_decide_by_the_threshold(tmp_path):
 def test_stage_calibrates_the_trained_model_and_its_twin(tiny_lm_dir, tmp_path):
     from echo_lib.config import load_config
     from echo_lib.rewards import stage
-    from echo_lib.rewards.reward_fn import load_reward_fn
+    from echo_lib.rewards.stage import reward_fn
     from test_rewards_data import write_jsonl
 
     cfg = load_config({"models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
@@ -102,5 +102,5 @@ def test_stage_calibrates_the_trained_model_and_its_twin(tiny_lm_dir, tmp_path):
     assert saved["vs_shuffled"]["n"] == saved["vs_base"]["n"] == 4
     assert saved["vs_shuffled"]["difference"] == pytest.approx(acc["trained"] - acc["shuffled"], abs=1e-4)
     assert saved["vs_base"]["difference"] == pytest.approx(acc["trained"] - acc["base"], abs=1e-4)
-    assert load_reward_fn(cfg, "humanlike").human_threshold == rec["human_threshold"]
+    assert reward_fn(cfg, "humanlike").human_threshold == rec["human_threshold"]
     assert stage.calibrate(cfg, "empathy") is None   # the other kinds keep the more probable verdict

@@ -94,7 +94,7 @@ def test_grpo_step_changes_the_adapter(tiny_lm_dir, tmp_path):
 def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path, context):
     from echo_lib.config import load_config
     from echo_lib.rewards import stage
-    from echo_lib.rewards.reward_fn import load_reward_fn
+    from echo_lib.rewards.stage import reward_fn
 
     cfg = load_config({"models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
                        "results_dir": str(tmp_path), "run_name": "t",
@@ -125,7 +125,7 @@ def test_stage_end_to_end_on_the_tiny_model(tiny_lm_dir, tmp_path, context):
     assert table[0]["metric"] == "n" and set(table[0]) == {"metric", "base", "trained"}
     assert len(paths.eval_rows.read_text().splitlines()) == 8
 
-    fn = load_reward_fn(cfg, "humanlike")
+    fn = reward_fn(cfg, "humanlike")
     assert fn(prompts=["hey"], completions=["yo"]) == [0.5]   # unparsed: the middle of human / machine
     assert fn.context_free == (context == "free")
 

@@ -24,7 +24,8 @@ from echo_lib.epm.scoring import score_folders
 from echo_lib.epm.trajectory import CaseRun
 from echo_lib.nee import prompts as nee_prompts
 from echo_lib.rubric_version import PACKAGE, prompt_text, stale_version, text_fingerprint
-from echo_lib.sandbox import judge, run_sandbox
+from echo_lib.sandbox import judge
+from echo_lib.sandbox.stage import run_sandbox
 from echo_lib.sandbox.results import RunMeta, write_error
 
 VERSIONED = [("RUBRIC_VERSION", judge.RUBRIC_VERSION, judge.RUBRIC_TEXT_FINGERPRINT, judge.RUBRIC_MODULES),

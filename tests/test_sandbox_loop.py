@@ -14,7 +14,7 @@ from echo_lib.epm.engine import replay
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm import LLMError, LLMSettings, make_llm
 from echo_lib.paths import project_root
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox.stage import run_sandbox
 
 
 def run(tmp_path, options=None, **sandbox_run):
@@ -172,7 +172,7 @@ def test_sandbox_run_block_is_checked():
 def test_failure_budget_fails_the_stage_with_the_first_error(tmp_path, failing, budget, stops):
     """Issue 18, section 2: whole-run failures (a refused key, ...) used to leave stage 04 exit 0 with
     every case an error file. The files are still written; then the stage fails, naming the first error."""
-    from echo_lib.sandbox import SandboxFailed
+    from echo_lib.sandbox.stage import SandboxFailed
 
     class Failing(FakeBackend):
         def _check(self, chats):

@@ -17,7 +17,7 @@ from echo_lib.epm.cli import main as epmq
 from echo_lib.epm.empa_io import read_result
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm import LLMSettings, make_llm
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox.stage import run_sandbox
 
 
 @pytest.mark.parametrize("source", ["fixture", "empa"])

@@ -10,7 +10,8 @@ from echo_lib.epm.empa_io import read_result
 from echo_lib.epm.engine import replay
 from echo_lib.epm.params import EPMParams
 from echo_lib.notebook import run_notebook
-from echo_lib.sandbox import DIRECTOR_END, run_sandbox
+from echo_lib.sandbox import DIRECTOR_END
+from echo_lib.sandbox.stage import run_sandbox
 from echo_lib.sandbox.loop import FROM_EPM
 
 

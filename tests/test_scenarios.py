@@ -29,6 +29,11 @@ def cfg_with(**sandbox):
     block = {"case_set": "own", "empa_dir": None, "case_ids": [], "max_cases": 0} | sandbox
     return load_config(ROOT / "config/default.yaml", sandbox=block, seed=seed)
 
+def sections(cfg):
+    """What select_cases and load_cases take of a run config: the sandbox: and empa: sections, the seed."""
+    return cfg.sandbox, cfg.empa, cfg.seed
+
+
 
 # ---- the own set -------------------------------------------------------------------------------------
 
@@ -148,22 +153,22 @@ def test_one_bad_file_does_not_stop_the_others(tmp_path, monkeypatch):
     broken_copy(folder, lambda d: d["needs"].pop("vent"))
     (folder / "own_004.yaml").write_bytes(b"id: own_004\npersona: {name: Jos\xe9}\n")   # latin-1, not UTF-8
     monkeypatch.setattr(cases_mod, "own_dir", lambda: folder)
-    sel = select_cases(cfg_with())
+    sel = select_cases(*sections(cfg_with()))
     assert [s.id for s in sel.scenarios] == ["own_002", "own_003"]
     assert [(c.case_id, "needs.vent" in c.error or "not UTF-8" in c.error) for c in sel.invalid] == [
         ("own_001", True), ("own_004", True)]
     with pytest.raises(ValueError, match=r"own_001\.yaml.*needs\.vent"):
-        load_cases(cfg_with())
+        load_cases(*sections(cfg_with()))
 
 
 # ---- case selection ------------------------------------------------------------------------------------
 
 def test_load_cases_defaults_to_the_whole_own_set(own):
-    assert [s.id for s in load_cases(cfg_with())] == [s.id for s in own]
+    assert [s.id for s in load_cases(*sections(cfg_with()))] == [s.id for s in own]
 
 
 def test_load_cases_honours_case_ids():
-    got = load_cases(cfg_with(case_ids=["own_017", "own_003"]))
+    got = load_cases(*sections(cfg_with(case_ids=["own_017", "own_003"])))
     assert [s.id for s in got] == ["own_017", "own_003"]
     from echo_lib.config import ConfigError
     with pytest.raises(ConfigError, match="'sandbox.case_ids' names 'own_404'"):   # found at load time now
@@ -171,18 +176,18 @@ def test_load_cases_honours_case_ids():
 
 
 def test_max_cases_is_stratified_and_deterministic():
-    two = load_cases(cfg_with(max_cases=2, seed=7))
-    assert [s.id for s in two] == [s.id for s in load_cases(cfg_with(max_cases=2, seed=7))]
+    two = load_cases(*sections(cfg_with(max_cases=2, seed=7)))
+    assert [s.id for s in two] == [s.id for s in load_cases(*sections(cfg_with(max_cases=2, seed=7)))]
     assert len({s.labels.dominant_axis for s in two}) == 2 and len({s.labels.domain for s in two}) == 2
-    seeds = {tuple(s.id for s in load_cases(cfg_with(max_cases=2, seed=k))) for k in range(6)}
+    seeds = {tuple(s.id for s in load_cases(*sections(cfg_with(max_cases=2, seed=k)))) for k in range(6)}
     assert len(seeds) > 1                                          # the seed matters
     for seed in range(5):
-        six = load_cases(cfg_with(max_cases=6, seed=seed))
+        six = load_cases(*sections(cfg_with(max_cases=6, seed=seed)))
         assert Counter(s.labels.dominant_axis for s in six) == {"C": 2, "A": 2, "P": 2}
         assert len({s.labels.domain for s in six}) == 6
-        three = load_cases(cfg_with(max_cases=3, seed=seed))
+        three = load_cases(*sections(cfg_with(max_cases=3, seed=seed)))
         assert {s.labels.dominant_axis for s in three} == {"C", "A", "P"}
-    picked = load_cases(cfg_with(case_ids=["own_001", "own_002", "own_011", "own_021"], max_cases=3))
+    picked = load_cases(*sections(cfg_with(case_ids=["own_001", "own_002", "own_011", "own_021"], max_cases=3)))
     assert {s.labels.dominant_axis for s in picked} == {"C", "A", "P"}
 
 
@@ -236,9 +241,9 @@ def test_empa_metadata_file_is_optional(tmp_path):
 
 
 def test_load_cases_empa_fixture():
-    got = load_cases(cfg_with(case_set="empa", empa_dir=str(FIXTURE), case_ids=["script_003", "script_901"]))
+    got = load_cases(*sections(cfg_with(case_set="empa", empa_dir=str(FIXTURE), case_ids=["script_003", "script_901"])))
     assert [s.id for s in got] == ["script_003", "script_901"] and all(s.language == "zh" for s in got)
-    three = load_cases(cfg_with(case_set="empa", empa_dir=str(FIXTURE / "empa" / "data"), max_cases=2, seed=1))
+    three = load_cases(*sections(cfg_with(case_set="empa", empa_dir=str(FIXTURE / "empa" / "data"), max_cases=2, seed=1)))
     assert len(three) == 2 and {s.id for s in three} <= {"script_003", "script_042", "script_128"}
 
 
@@ -247,7 +252,7 @@ def test_empa_non_utf8_case_is_named_and_the_others_go_on(tmp_path):
     shutil.copytree(FIXTURE, fake, ignore=shutil.ignore_patterns("results"))
     md = fake / "empa" / "data" / "cases" / "script_003.md"
     md.write_bytes(md.read_text(encoding="utf-8").encode("gb18030"))   # a Chinese legacy encoding
-    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"]))
+    sel = select_cases(*sections(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"])))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert [c.case_id for c in sel.invalid] == ["script_003"]
     assert "script_003.md: field '(file)' is not UTF-8 text" in sel.invalid[0].error
@@ -258,7 +263,7 @@ def test_empa_missing_section_names_file(tmp_path):
     shutil.copytree(FIXTURE, fake, ignore=shutil.ignore_patterns("results"))
     md = fake / "empa" / "data" / "cases" / "script_003.md"
     md.write_text(md.read_text(encoding="utf-8").replace("<experience>", "<exp>"), encoding="utf-8")
-    sel = select_cases(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"]))
+    sel = select_cases(*sections(cfg_with(case_set="empa", empa_dir=str(fake), case_ids=["script_003", "script_042"])))
     assert [s.id for s in sel.scenarios] == ["script_042"]
     assert "script_003.md" in sel.invalid[0].error and "experience" in sel.invalid[0].error
 
@@ -267,7 +272,7 @@ def test_empa_case_set_without_a_fetched_copy_says_what_to_do(tmp_path):
     cfg = load_config(ROOT / "config/default.yaml", sandbox={"case_set": "empa", "empa_dir": None},
                       empa={"source": str(tmp_path / "nowhere"), "commit": None, "cache_dir": str(tmp_path / "c")})
     with pytest.raises(ValueError, match=r"EMPA has not been fetched .*layout\.json is missing.*sandbox\.empa_dir"):
-        select_cases(cfg)
+        select_cases(*sections(cfg))
 
 
 # ---- against EMPA's own files (opt-in: ECHO_EMPA_DIR) -----------------------------------------------
@@ -287,9 +292,9 @@ def test_empa_import_official_30(empa):
 
 
 def test_load_cases_empa(empa):
-    got = load_cases(cfg_with(case_set="empa", empa_dir=str(empa.root), max_cases=3, seed=1))
+    got = load_cases(*sections(cfg_with(case_set="empa", empa_dir=str(empa.root), max_cases=3, seed=1)))
     assert {s.labels.dominant_axis for s in got} == {"C", "A", "P"} and all(s.language == "zh" for s in got)
-    one = load_cases(cfg_with(case_set="empa", empa_dir=str(empa.root), case_ids=["script_003"]))
+    one = load_cases(*sections(cfg_with(case_set="empa", empa_dir=str(empa.root), case_ids=["script_003"])))
     assert [s.id for s in one] == ["script_003"]
 
 

@@ -15,7 +15,8 @@ import pytest
 from openai_stub import Stub, completion
 
 from echo_lib.config import load_config
-from echo_lib.llm import LLMError, Sampling, load_llm
+from echo_lib.llm import LLMError, Sampling
+from echo_lib.models import load_llm
 from echo_lib.llm.provenance import read_records
 
 CHAT = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Level?"}]

@@ -15,11 +15,12 @@ from test_sandbox_fakes import config, fakes
 from echo_lib.config import load_config
 from echo_lib.epm.iedr import INDICATORS
 from echo_lib.epm.mdep import FIELDS
-from echo_lib.llm import Sampling, load_llm
+from echo_lib.llm import Sampling
+from echo_lib.models import load_llm
 from echo_lib.llm.provenance import read_records
 from echo_lib.llm.served import LOCAL, served_rows
 from echo_lib.nee.stage import run_nee
-from echo_lib.sandbox import run_sandbox
+from echo_lib.sandbox.stage import run_sandbox
 
 CONFIGURED = "gpt-4o"
 SERVED = "gpt-4o-2024-08-06"

@@ -57,7 +57,8 @@ def test_stage_03_runs_grpo_on_the_4bit_base(qlora_run, monkeypatch):
 
 
 def test_the_4bit_base_and_adapters_generate_and_choose(qlora_run):
-    from echo_lib.llm import Sampling, load_llm
+    from echo_lib.llm import Sampling
+    from echo_lib.models import load_llm
     from echo_lib.rewards.stage import rm_llm, rm_paths
     chat = [{"role": "system", "content": "You are a friend."}, {"role": "user", "content": "I failed my exam again."}]
     for llm in (load_llm(qlora_run, "echo"), rm_llm(qlora_run, rm_paths(qlora_run, "empathy").adapter)):

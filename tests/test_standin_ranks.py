@@ -69,7 +69,9 @@ def test_zero3_shards_at_load_and_saves_a_whole_lora_adapter(tmp_path, lm64, mon
 def test_zero3_full_fine_tuning_saves_a_bf16_model_the_sandbox_loads(tmp_path, lm64, monkeypatch):
     from safetensors.torch import load_file
 
-    from echo_lib.llm import Sampling, load_llm
+    from echo_lib.llm import Sampling
+
+    from echo_lib.models import load_llm
     cfg, result = launched_run(tmp_path, lm64, monkeypatch, "cpu_zero3.yaml", model={"dtype": "bfloat16"},
                                policy={"finetune": "full", "grpo": {"steps": 1, "num_generations": 2,
                                        "prompts_per_step": 1, "max_completion_length": 8, "max_prompt_length": 256,

@@ -11,7 +11,8 @@ from echo_lib.config import load_config
 from echo_lib.epm.empa_io import ResultFileError, read_result
 from echo_lib.epm.engine import EPM
 from echo_lib.epm.params import EPMParams
-from echo_lib.llm import LLMError, Sampling, ToolCall, load_llm
+from echo_lib.llm import LLMError, Sampling, ToolCall
+from echo_lib.models import load_llm
 from echo_lib.llm.tools import parse_arg
 from echo_lib.nee.prompts import parse_score, parse_winner
 from echo_lib.sandbox import director as dr

@@ -19,7 +19,8 @@ from openai_stub import Stub, completion, vendor_error
 from echo_lib.config import ConfigError, load_config, validate
 from echo_lib.epm.iedr import INDICATORS
 from echo_lib.epm.mdep import FIELDS
-from echo_lib.llm import LLMError, Sampling, load_llm
+from echo_lib.llm import LLMError, Sampling
+from echo_lib.models import load_llm
 from echo_lib.llm.openai_backend import RequestRules, chat_request, choose_request
 from echo_lib.nee.blinding import Transcript
 from echo_lib.nee.panel import Answer, Asker, MissingAnswers, check_missing, make_panel

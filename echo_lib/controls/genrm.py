@@ -14,8 +14,13 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from echo_lib.controls.params import GenRMControlParams
+
+if TYPE_CHECKING:
+    from echo_lib.llm import ModelRegistry
+    from echo_lib.rewards.params import RewardModelParams
 
 MARKER = "no cap"
 OPENERS = ["so", "ok", "well", "honestly", "yeah", "hmm", "right", "look", "anyway", "wait"]
@@ -46,30 +51,30 @@ def control_items(n: int, seed: int, split: str) -> list[dict]:
     return out
 
 
-def genrm_control(cfg, params: GenRMControlParams, out_dir: str | Path) -> dict:
-    """Train the control (and its label-shuffle twin) with stage 02's code; held-out accuracy of both."""
-    from echo_lib.finetune import TrainBase
+def genrm_control(models: "ModelRegistry", base: str, rm: "RewardModelParams", params: GenRMControlParams,
+                  out_dir: str | Path, seed: int) -> dict:
+    """Train the control (and its label-shuffle twin) with stage 02's code (`rm`: the `reward_models:`
+    section, on the registry's hf model `base`); held-out accuracy of both."""
     from echo_lib.rewards.data import examples, shuffled_labels
     from echo_lib.rewards.evaluate import evaluate
     from echo_lib.rewards.params import SFTParams
-    from echo_lib.rewards.stage import rm_llm, rm_spec
+    from echo_lib.rewards.reward_fn import adapted_llm
     from echo_lib.rewards.train import train_reward_model
 
-    rm = cfg.reward_models
     rm_params = dataclasses.replace(rm, lora=dataclasses.replace(rm.lora, top_layers=params.lora_top_layers),
                                     sft=SFTParams(steps=params.sft_steps, learning_rate=params.learning_rate,
                                                   batch_size=params.batch_size, max_length=256),
                                     grpo=dataclasses.replace(rm.grpo, steps=0) if rm.decision == "verdict_first"
                                     else rm.grpo)
-    train, test = control_items(params.n_train, cfg.seed, "train"), control_items(params.n_test, cfg.seed, "test")
-    spec, out_dir = rm_spec(cfg), Path(out_dir)
+    train, test = control_items(params.n_train, seed, "train"), control_items(params.n_test, seed, "test")
+    out_dir = Path(out_dir)
     result: dict = {"task": f"humanlike, context-free: 'human' exactly when the message contains {MARKER!r}",
                     "decision": rm.decision, "n_train": len(train), "n_test": len(test)}
-    for name, items in (("genrm", train), ("genrm_shuffled", shuffled_labels(train, "humanlike", cfg.seed))):
+    for name, items in (("genrm", train), ("genrm_shuffled", shuffled_labels(train, "humanlike", seed))):
         exs = examples(items, "humanlike", rm.target_field_words, context_free=True, decision=rm.decision)
-        trained = train_reward_model(TrainBase.of(cfg, spec), "humanlike", exs, rm_params, out_dir / name,
-                                     seed=cfg.seed)
-        m, _ = evaluate(rm_llm(cfg, out_dir / name / "adapter"), test, "humanlike", rm.eval.max_new_tokens,
+        trained = train_reward_model(models.train_base(base), "humanlike", exs, rm_params, out_dir / name,
+                                     seed=seed)
+        m, _ = evaluate(adapted_llm(models, base, out_dir / name / "adapter"), test, "humanlike", rm.eval.max_new_tokens,
                         context_free=True, decision=rm.decision)
         result[name] = {"accuracy": m["accuracy"], "accuracy_ci": m["accuracy_ci"],
                         "balanced_accuracy": m["balanced_accuracy"], "auroc": m["auroc"],

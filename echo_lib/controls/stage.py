@@ -30,17 +30,20 @@ def control_paths(cfg) -> ControlPaths:
 
 def run_genrm(cfg) -> dict:
     from echo_lib.controls.genrm import genrm_control
-    return genrm_control(cfg, cfg.controls.genrm, control_paths(cfg).dir)
+    from echo_lib.models import registry
+    from echo_lib.rewards.stage import rm_spec
+    return genrm_control(registry(cfg), rm_spec(cfg).name, cfg.reward_models, cfg.controls.genrm,
+                         control_paths(cfg).dir, cfg.seed)
 
 
 def run_grpo(cfg) -> dict:
     from echo_lib.controls.grpo import grpo_control
-    from echo_lib.model_setup import weights_path
+    from echo_lib.models import registry
     spec = cfg.models[cfg.roles.policy]
     if spec.backend != "hf":
         raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; the GRPO control trains "
                          "it with TRL, so roles.policy must name an hf-backend model")
-    return grpo_control(weights_path(cfg, spec), cfg.controls.grpo, control_paths(cfg).dir / "grpo", seed=cfg.seed)
+    return grpo_control(registry(cfg).weights(spec.name), cfg.controls.grpo, control_paths(cfg).dir / "grpo", seed=cfg.seed)
 
 
 def passed(record: dict) -> dict[str, bool]:
@@ -57,7 +60,7 @@ def write_controls(cfg, genrm: dict, grpo: dict) -> dict:
               "genrm_task": {k: genrm[k] for k in ("task", "decision", "n_train", "n_test")},
               "grpo": {k: (round(v, 4) if isinstance(v, float) else v) for k, v in grpo.items()},
               "thresholds": THRESHOLDS, "params": asdict(cfg.controls),
-              "provenance": provenance(cfg, stage="02_controls")}
+              "provenance": provenance(cfg.record, stage="02_controls")}
     record["passed"] = passed(record)
     write_json(control_paths(cfg).record, record)
     return record

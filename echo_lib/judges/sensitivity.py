@@ -150,7 +150,7 @@ def nee_sensitivity(panel, askers: dict, items: Sequence[SensitivityItem], blind
     """The panel's figures on the items (see the module docstring). `panel` is echo_lib.nee.panel.make_panel's
     list, `askers` maps a judge model name to its Asker."""
     from echo_lib.nee.scores import position_bias
-    from echo_lib.nee.stage import PAIR_COLUMNS, RATING_COLUMNS, agreement, compare, rate
+    from echo_lib.nee.rating import PAIR_COLUMNS, RATING_COLUMNS, agreement, compare, rate
 
     shown = transcripts(items, blind)
     pairs = list(zip(shown[0::2], shown[1::2]))            # (good, poor): the good reply plays the "model"

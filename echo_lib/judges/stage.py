@@ -48,14 +48,16 @@ def train(cfg) -> dict | None:
     dev = select(load_set(set_path(cfg)), "dev", t.max_dev_items)
     if t.method == "readout":
         from echo_lib.judges.readout import fit_readout_judge
-        from echo_lib.llm import load_llm
+        from echo_lib.models import load_llm
         from echo_lib.synthesis.contrasts import load_bank
         fit = fit_readout_judge(load_llm(cfg, t.base), dev, cfg.models[TRAINED_JUDGE].readout, layer=t.layer, C=t.C,
                                 bank=load_bank(t.bank_file), bank_per_item=t.bank_per_item,
                                 variants=cfg.nee.prompt_variants, seed=cfg.seed)
         return {"model": TRAINED_JUDGE, "base": t.base, "dev_items": len(dev), **fit}
     from echo_lib.judges.train import train_judge
-    result, n_examples = train_judge(cfg, dev, sensitivity_dir(cfg))
+    from echo_lib.models import registry
+    result, n_examples = train_judge(registry(cfg).train_base(t.base), t, cfg.reward_models, cfg.nee.prompt_variants,
+                                     dev, sensitivity_dir(cfg), cfg.seed)
     return {"model": TRAINED_JUDGE, "method": "sft", "base": t.base, "dev_items": len(dev), "examples": n_examples,
             "steps": result.steps.get("sft"), "seconds": round(result.seconds["total"], 1),
             "peak_rss_mb": round(result.peak_rss_mb), "final_loss": next(
@@ -83,7 +85,7 @@ def run_probe(cfg, items, embed=None) -> dict | None:
 
 def run_sandbox_judge(cfg, items, llm=None) -> dict:
     from echo_lib.judges.sensitivity import sandbox_judge_sensitivity
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
     from echo_lib.sandbox.judge import Judge
     p = cfg.sandbox_run
     judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
@@ -102,7 +104,7 @@ def dev_fit(cfg, llm=None) -> dict:
 
 def run_nee(cfg, items, llms: dict | None = None) -> dict:
     from echo_lib.judges.sensitivity import nee_sensitivity
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
     from echo_lib.nee.blinding import Blinder
     from echo_lib.nee.panel import Asker, make_panel
     llms = dict(llms or {})
@@ -129,7 +131,7 @@ def judge_llms(cfg, given: dict | None = None) -> dict:
     """Every model the configured checks ask (roles.judge, roles.nee_judges), each loaded once: a model that
     is both the sandbox judge and an NEE judge, or is asked on both splits, is one object with one copy of
     its weights. `given` (tests' fakes) wins over loading."""
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
     given = dict(given or {})
     names = ([cfg.roles.judge] if cfg.judges.sandbox_judge else []) + (list(cfg.roles.nee_judges) if cfg.judges.nee else [])
     return {name: given.get(name) or load_llm(cfg, name) for name in dict.fromkeys(names)}
@@ -155,7 +157,7 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
     if training is not None:
         record["training"] = training
     record |= {"thresholds": THRESHOLDS, "passed": passed(record), "params": asdict(cfg.judges),
-               "provenance": provenance(cfg, stage="04_judges")}
+               "provenance": provenance(cfg.record, stage="04_judges")}
     write_json(sensitivity_dir(cfg) / "sensitivity.json", record)
     return record
 

@@ -21,10 +21,15 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
+from echo_lib.judges.params import JudgeTrainParams
 from echo_lib.judges.sensitivity import history, transcript
 from echo_lib.judges.sensitivity_set import SensitivityItem
+
+if TYPE_CHECKING:
+    from echo_lib.finetune import TrainBase
+    from echo_lib.rewards.params import RewardModelParams
 
 # Rubric levels by reply kind (progress 0..2; regress as a severity 0..2, asked so by mdep_prompt).
 # A good reply of the set serves its axis (level 2 there) and does no harm; each failure kind makes no
@@ -94,23 +99,21 @@ def examples(items: Sequence[SensitivityItem], bank: dict[str, list[str]], bank_
     return out
 
 
-def train_judge(cfg, items: Sequence[SensitivityItem], out_dir: str | Path):
-    """SFT the judge adapter of judges.train on the dev items; writes out_dir/adapter and out_dir/train_log.csv."""
-    from echo_lib.finetune import TrainBase
+def train_judge(base: "TrainBase", t: JudgeTrainParams, rm: "RewardModelParams", prompt_variants: int,
+                items: Sequence[SensitivityItem], out_dir: str | Path, seed: int):
+    """SFT the judge adapter of judges.train (`t`; on the model `base`, with stage 02's recipe `rm` and the NEE
+    panel's `prompt_variants` wordings) on the dev items; writes out_dir/adapter and out_dir/train_log.csv."""
     from echo_lib.rewards.params import SFTParams
     from echo_lib.rewards.train import train_reward_model
     from echo_lib.synthesis.contrasts import load_bank
     if any(it.split != "dev" for it in items):
         raise ValueError("the judge trains on dev items only: the held-out items are what it is measured on")
-    t = cfg.judges.train
-    exs = examples(items, load_bank(t.bank_file), t.bank_per_item, cfg.nee.prompt_variants, cfg.seed)
-    rng = random.Random(cfg.seed)
+    exs = examples(items, load_bank(t.bank_file), t.bank_per_item, prompt_variants, seed)
+    rng = random.Random(seed)
     rng.shuffle(exs)
-    rm = cfg.reward_models
     params = dataclasses.replace(rm, lora=dataclasses.replace(rm.lora, top_layers=t.lora_top_layers),
                                  sft=SFTParams(steps=t.steps, learning_rate=t.learning_rate, batch_size=t.batch_size,
                                                max_length=t.max_length),
                                  grpo=dataclasses.replace(rm.grpo, steps=0), decision="verdict_first")
-    spec = cfg.models[t.base]
-    result = train_reward_model(TrainBase.of(cfg, spec), "judge", exs, params, out_dir, seed=cfg.seed)
+    result = train_reward_model(base, "judge", exs, params, out_dir, seed=seed)
     return result, len(exs)

@@ -214,10 +214,11 @@ def key_problem(key: str) -> str | None:
     return None
 
 
-def config_problems(cfg: Any, problems: list[str]) -> list[str]:
-    """The config's problems with credentials where they may not be, and `problems` without any key pasted
-    into api_key_env (the schema check quotes the value it refuses). Called by echo_lib.config.validate."""
-    models = cfg.get("models") if isinstance(cfg, dict) else None
+def config_problems(raw: Any, problems: list[str]) -> list[str]:
+    """The config's problems (`raw`: its validated dict) with credentials where they may not be, and `problems`
+    without any key pasted into api_key_env (the schema check quotes the value it refuses). Called by
+    echo_lib.config.validate."""
+    models = raw.get("models") if isinstance(raw, dict) else None
     models = models if isinstance(models, dict) else {}
     pasted = []
     extra = []

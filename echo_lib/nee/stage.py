@@ -31,20 +31,17 @@ from echo_lib.nee.dimensions import DIMENSIONS, KEYS, LEVELS
 from echo_lib.nee.order import record, shuffled
 from echo_lib.nee.panel import Asker, Judge, check_missing, expected_level, first_wins, make_panel
 from echo_lib.nee.prompts import NEE_RUBRIC_VERSION, pairwise_prompt, parse_score, parse_winner, rating_prompt
+from echo_lib.nee.rating import PAIR_COLUMNS, RATING_COLUMNS, agreement, compare, rate  # noqa: F401
 from echo_lib.nee.scores import dimension_table, position_bias, read_epmq, summary_table
 from echo_lib.provenance import provenance, write_json, write_text
 
 log = logging.getLogger(__name__)
 STAGE = "06_nee"   # the label of this stage's provenance records
-RATING_COLUMNS = ["model", "case_id", "judge", "judge_model", "prompt_variant", "dimension", "score", "level",
-                  "coverage", "mode", "position", "error"]
 # summary.csv is the contract stage 07 reads (it takes every column after `composite` as a dimension);
 # the panel's other per-model numbers go to panel_stats.csv.
 SUMMARY_COLUMNS = ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite", *KEYS]
 STATS_COLUMNS = ["model", "n_transcripts", "n_failed", "pairwise_win_rate", "pairwise_win_ci_low",
                  "pairwise_win_ci_high", "position_bias"]
-PAIR_COLUMNS = ["model", "case_id", "judge", "judge_model", "prompt_variant", "order", "winner", "p_first",
-                "mode", "error"]
 
 
 @dataclass
@@ -80,42 +77,6 @@ def read_transcripts(cfg, blind: Blinder) -> list[Transcript]:
     return out
 
 
-def rate(judge: Judge, asker: Asker, items: list[Transcript], blind: Blinder, seed: int) -> tuple[list[dict], object]:
-    """Every transcript on every dimension by one judge, in the judge's own random order."""
-    order = shuffled(judge.label, len(items), seed, judge.index)
-    todo = [(pos, items[i], dim) for pos, i in enumerate(order.permutation) for dim in DIMENSIONS]
-
-    def make(json_mode: bool):
-        return [blind.check(rating_prompt(judge.variant, t, f"Conversation {pos + 1}", dim, json_mode))
-                for pos, t, dim in todo]
-    answers = asker.ask(make, list(LEVELS), judge.seed, parse_score, expected_level)
-    check_missing(judge.label, answers, asker.p.max_missing_share, "ratings")   # never a silently lost judge
-    rows = [{"model": t.model, "case_id": t.case_id, "judge": judge.label, "judge_model": judge.model,
-             "prompt_variant": judge.variant + 1, "dimension": dim.key, "score": a.value, "level": a.level,
-             "coverage": a.coverage, "mode": a.mode, "position": pos, "error": a.error}
-            for (pos, t, dim), a in zip(todo, answers)]
-    return rows, order
-
-
-def compare(judge: Judge, asker: Asker, pairs: list[tuple[Transcript, Transcript]], blind: Blinder) -> list[dict]:
-    """Each (model, reference) pair of one case, judged with the model first and with the reference first."""
-    todo = [(m, r, o) for m, r in pairs for o in ("model_first", "reference_first")]
-
-    def make(json_mode: bool):
-        return [blind.check(pairwise_prompt(judge.variant, *((m, r) if o == "model_first" else (r, m)), json_mode))
-                for m, r, o in todo]
-    answers = asker.ask(make, ["A", "B"], judge.seed, parse_winner, first_wins)
-    check_missing(judge.label, answers, asker.p.max_missing_share, "A/B verdicts")
-    rows = []
-    for (m, r, o), a in zip(todo, answers):
-        first, second = (m, r) if o == "model_first" else (r, m)
-        winner = None if a.level is None else (first.model if a.level == "A" else second.model)
-        rows.append({"model": m.model, "case_id": m.case_id, "judge": judge.label, "judge_model": judge.model,
-                     "prompt_variant": judge.variant + 1, "order": o, "winner": winner, "p_first": a.value,
-                     "mode": a.mode, "error": a.error})
-    return rows
-
-
 def pairs_for(cfg, items: list[Transcript]) -> tuple[list[tuple[Transcript, Transcript]], str | None]:
     """(model transcript, reference transcript) of the same case for every other model; a note when
     there is nothing to compare."""
@@ -134,31 +95,6 @@ def pairs_for(cfg, items: list[Transcript]) -> tuple[list[tuple[Transcript, Tran
     return pairs, None if pairs else "the models share no case with the reference model"
 
 
-def agreement(ratings: pd.DataFrame) -> dict:
-    """Krippendorff's alpha between judges: units are (model, case, dimension)."""
-    judges = sorted(ratings["judge"].unique())
-    out = {"krippendorff_alpha": None, "raters": judges, "units": "transcript x dimension", "n_units": 0,
-           "interval_alpha": None, "ordinal_alpha": None, "per_dimension_interval_alpha": {}}
-    if len(judges) < 2:
-        out["note"] = ("one judge only: agreement needs at least two (raise nee.prompt_variants or add models "
-                       "to roles.nee_judges)")
-        return out
-    unit = ["model", "case_id", "dimension"]
-    scores = ratings.pivot_table(index="judge", columns=unit, values="score", aggfunc="first", dropna=False)
-    levels = ratings.assign(level=pd.to_numeric(ratings["level"], errors="coerce")).pivot_table(
-        index="judge", columns=unit, values="level", aggfunc="first", dropna=False)
-    clean = lambda x: None if x is None or math.isnan(x) else round(x, 4)  # noqa: E731  JSON has no NaN
-    out.update({"n_units": scores.shape[1],
-                "interval_alpha": clean(krippendorff_alpha(scores.to_numpy(), "interval")),
-                "ordinal_alpha": clean(krippendorff_alpha(levels.to_numpy(), "ordinal")),
-                "per_dimension_interval_alpha": {
-                    k: clean(krippendorff_alpha(scores.loc[:, scores.columns.get_level_values("dimension") == k]
-                                                .to_numpy(), "interval")) for k in KEYS},
-                "note": "interval: on the expected levels (score); ordinal: on the most probable level. "
-                        "null: undefined (no variation among the pairable ratings)."})
-    return out
-
-
 def _csv(path: Path, table: pd.DataFrame) -> Path:
     return write_text(path, table.to_csv(index=False))
 
@@ -167,7 +103,7 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
             epm_summary: str | Path | None = None) -> NEEResult:
     """The whole stage. `llms` maps judge model names to LLM objects (tests pass fakes); others load from
     the config. `epm_summary` defaults to <run_dir>/epm/summary.csv (stage 05)."""
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
 
     p = cfg.nee
     out = Path(out_dir or cfg.run_dir / "nee")
@@ -223,7 +159,7 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
     write_json(out / "agreement.json", agree)
     write_json(out / "order.json", order_json)
     write_json(out / "provenance.json", provenance(
-        cfg, stage="06_nee", judges=[j.label for j in panel], judge_models={
+        cfg.record, stage="06_nee", judges=[j.label for j in panel], judge_models={
             n: {"backend": cfg.models[n].backend, "id": cfg.models[n].id, "request_rules": cfg.models[n].request_rules}
             for n in cfg.roles.nee_judges},
         answer_modes={n: a.mode for n, a in askers.items()}, rubric_version=NEE_RUBRIC_VERSION, served=served,

@@ -77,8 +77,8 @@ def token_counter(cfg):
     """Tokens of a chat under the policy's chat template (for trimming long histories)."""
     from transformers import AutoTokenizer
 
-    from echo_lib.model_setup import weights_path
-    tok = AutoTokenizer.from_pretrained(str(weights_path(cfg, cfg.models[cfg.roles.policy])))
+    from echo_lib.models import registry
+    tok = AutoTokenizer.from_pretrained(str(registry(cfg).weights(cfg.roles.policy)))
     return chat_token_counter(tok)
 
 
@@ -111,15 +111,14 @@ def ordered(cfg, rms: dict) -> dict:
 
 
 def reward_models(cfg, kinds):
-    from echo_lib.rewards.reward_fn import load_reward_fn
-    from echo_lib.rewards.stage import rm_paths
+    from echo_lib.rewards.stage import reward_fn, rm_paths
     out = {}
     for kind in kinds:
         adapter = rm_paths(cfg, kind).adapter
         if not (adapter / "adapter_config.json").exists():
             raise FileNotFoundError(f"{adapter} has no trained {kind} reward model; stage 02 "
                                     f"(notebooks/02_reward_models.py, kind={kind}) writes it")
-        out[kind] = load_reward_fn(cfg, kind)
+        out[kind] = reward_fn(cfg, kind)
     return out
 
 
@@ -211,7 +210,7 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
                "drawn": {d: sum(x.domain == d for x in drawn) for d in ("empathy", "chitchat")}}
     kept = drawn
     if (by := filter_variant(cfg, variant)) is not None:
-        from echo_lib.llm import load_llm
+        from echo_lib.models import load_llm
         rms = reward_models(cfg, needed_kinds(by))
         funcs = variant_rewards(by, ordered(cfg, rms), 0.0)
         # the policy-level anchor is the Empathy RM's choice, for the variants that reward with it
@@ -228,7 +227,7 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
     write_jsonl(out / "train.jsonl", (x.row() for x in kept))
     write_jsonl(out / "heldout.jsonl", (x.row() for x in heldout))
     record = {"settings": settings, **report,
-              "provenance": provenance(cfg, stage="03_policy_rl", step="rl_data", variant=variant)}
+              "provenance": provenance(cfg.record, stage="03_policy_rl", step="rl_data", variant=variant)}
     write_json(out / "filter.json", record)
     return kept, heldout, record
 
@@ -248,15 +247,26 @@ def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     from echo_lib.policy.train import read_log, saved_dir
     paths = policy_paths(cfg, variant)
     t0 = time.perf_counter()
-    run_accelerate(cfg, variant, paths.dir)
+    run_accelerate(cfg, f"{__name__}:launched", [variant], paths.dir)
     rows = read_log(paths.train_log)
     saved = saved_dir(cfg.policy, paths.dir)
     check_saved(saved)    # the launched run's weights, read back here too
     return PolicyTrainResult(str(saved), rows, time.perf_counter() - t0, len(rows))
 
 
+def launched(cfg, variant: str) -> int:
+    """One rank's work under `accelerate launch` (echo_lib.policy.launch runs it by name): GRPO of the
+    variant on the run's RL data."""
+    check_variant(variant)
+    prompts, _, _ = rl_data(cfg, variant)
+    result = train_here(cfg, variant, prompts)
+    print(f"{result.steps} steps in {result.seconds:.0f} s -> {result.adapter_dir} "
+          f"(weights sharded by ZeRO-3 at load: {result.sharded_at_load})", flush=True)
+    return 0
+
+
 def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
-    from echo_lib.finetune import TrainBase
+    from echo_lib.models import registry
     from echo_lib.policy.vllm import check_vllm
     spec = cfg.models[cfg.roles.policy]
     if spec.backend != "hf":
@@ -267,14 +277,14 @@ def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     funcs = variant_rewards(variant, ordered(cfg, reward_models(cfg, needed_kinds(variant))),
                             cfg.policy.grpo.format_penalty, rollouts)
     rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
-    return train_policy(TrainBase.of(cfg, spec), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
+    return train_policy(registry(cfg).train_base(spec.name), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
                         seed=cfg.seed)
 
 
 def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict], dict]:
     """(summary rows per judge, every judgment, the greedy check): the variant's replies against the base's."""
-    from echo_lib.llm import load_llm
-    from echo_lib.rewards.reward_fn import load_reward_fn
+    from echo_lib.models import load_llm
+    from echo_lib.rewards.stage import reward_fn
     from echo_lib.sandbox.dialogue import clean_reply
     w = cfg.policy.winrate
     s = cfg.sandbox_run.test_model
@@ -286,7 +296,7 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
                for name in (cfg.roles.policy, variant)}
     ids, contexts = [p.id for p in heldout], [p.context for p in heldout]
     v, b = replies[variant], replies[cfg.roles.policy]
-    rm = load_reward_fn(cfg, "empathy")
+    rm = reward_fn(cfg, "empathy")
     judged = {"empathy_rm": judge_with_rm(rm, ids, contexts, v, b),
               "independent": judge_independent(llms[judge_name], ids, contexts, v, b)}
     judge_models = {"empathy_rm": f"{cfg.roles.reward_model}+empathy-rm", "independent": judge_name}
@@ -338,7 +348,7 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
               "final": trained.rows[-1] if trained.rows else None, "winrate": winrate_summary,
               "learning_signal": learning_signal(trained.rows),
               "reward_hacking": hacking_check(trained.rows, independent_row(winrate_summary)),
-              "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg, stage="03_policy_rl",
+              "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg.record, stage="03_policy_rl",
                                                                                  variant=variant)}
     write_json(paths.metrics, record)
     return record

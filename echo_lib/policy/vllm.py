@@ -168,19 +168,19 @@ def check_vllm(grpo, model_spec, launcher: Any = "inprocess", accelerate_config:
                           f"install the gpu extra: {INSTALL} (or set policy.grpo.use_vllm: false)")
 
 
-def config_problems(cfg: Mapping[str, Any]) -> list[str]:
+def config_problems(raw: Mapping[str, Any]) -> list[str]:
     """The config loader's hook (echo_lib.config, cross-field checks) on the validated dict: vllm_problems for
     roles.policy, and an accelerate config whose process count differs from resources.policy.gpu, the GPUs
     the policy rule's job asks for. The vllm package is not looked for here."""
-    policy = cfg["policy"]
+    policy = raw["policy"]
     problems = []
-    name = cfg["roles"]["policy"]
-    spec = cfg["models"].get(name)
+    name = raw["roles"]["policy"]
+    spec = raw["models"].get(name)
     if spec is not None and spec.get("backend") == "hf":   # otherwise stage 03 says why it cannot train it
         problems += vllm_problems(policy["grpo"], spec, policy["launcher"], policy["accelerate_config"], name)
     if policy["launcher"] == "accelerate":
         processes = accelerate_processes(policy["accelerate_config"])
-        resources = cfg["resources"].get("policy", cfg["resources"].get("default", {}))
+        resources = raw["resources"].get("policy", raw["resources"].get("default", {}))
         gpus = resources.get("gpu", 0)
         if processes is not None and gpus and processes != gpus:
             problems.append(

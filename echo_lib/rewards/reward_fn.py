@@ -1,6 +1,7 @@
 """Trained reward models as TRL reward functions, for the policy RL stage (METHOD.md 4.2).
 
-    reward_fn = load_reward_fn(cfg, "empathy")          # base + results/<run>/rm/empathy/adapter
+    reward_fn = load_reward_fn(models, "base", "empathy", params, adapter)   # base + the trained adapter
+                                                        # (stage 02's rewards.stage.reward_fn(cfg, kind) fills these in)
     GRPOTrainer(..., reward_funcs=[reward_fn], ...)     # dataset needs a `reference` column
 
 A call judges each completion with the reward model (batched, cached through the model layer, so a
@@ -19,13 +20,17 @@ rate too, a METHOD.md 3.5 monitor).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from echo_lib.rewards.evaluate import judge
-from echo_lib.rewards.params import NEUTRAL_REWARD
+from echo_lib.rewards.params import NEUTRAL_REWARD, RewardModelParams
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.rm_rewards import completion_text
 from echo_lib.rewards.verdict import SCORE_RANGE, verdict_value
+
+if TYPE_CHECKING:
+    from echo_lib.llm import LLM, ModelRegistry
 
 
 def prompt_context(prompt: Any) -> list[dict]:
@@ -84,12 +89,22 @@ class RewardModelFn:
         return verdict_value(self.kind, j.answer)
 
 
-def load_reward_fn(cfg, kind: str, adapter_dir: str | None = None) -> RewardModelFn:
-    """The trained reward model of this run (or the adapter at `adapter_dir`) as a TRL reward function."""
+def adapted_llm(models: "ModelRegistry", base: str, adapter: str | Path | None = None) -> "LLM":
+    """The model `base` of the registry, with a trained adapter on top if given (the adapter folder's
+    fingerprint is part of the cache key, so retraining invalidates its calls)."""
+    if adapter is None:
+        return models.load(base)
+    name = f"{base}+{Path(adapter).parent.name}-rm"
+    return models.with_adapter(name, base, adapter).load(name)
+
+
+def load_reward_fn(models: "ModelRegistry", base: str, kind: str, params: RewardModelParams,
+                   adapter_dir: str | Path) -> RewardModelFn:
+    """The reward model trained at `adapter_dir` (on the registry's model `base`) as a TRL reward function,
+    judging as `params` (the `reward_models:` section) says."""
     from echo_lib.rewards.calibration import read_threshold
-    from echo_lib.rewards.stage import rm_llm, rm_paths
-    adapter = adapter_dir or str(rm_paths(cfg, kind).adapter)
-    p = cfg.reward_models
-    return RewardModelFn(rm_llm(cfg, adapter), kind, p.eval.max_new_tokens, p.unparsed(kind),
+    adapter = str(adapter_dir)
+    p = params
+    return RewardModelFn(adapted_llm(models, base, adapter), kind, p.eval.max_new_tokens, p.unparsed(kind),
                          context_free=p.context_free(kind), decision=p.decision,
                          human_threshold=read_threshold(adapter) if kind == "humanlike" else None)

@@ -85,13 +85,17 @@ def rm_spec(cfg):
 def rm_llm(cfg, adapter: str | Path | None = None):
     """The reward model's base through the model layer, with a trained adapter on top if given
     (the adapter folder's fingerprint is part of the cache key, so retraining invalidates its calls)."""
-    from echo_lib.llm import load_llm
-    spec = rm_spec(cfg)
-    if adapter is None:
-        return load_llm(cfg, spec.name)
-    name = f"{spec.name}+{Path(adapter).parent.name}-rm"
-    trained = dataclasses.replace(spec, name=name, adapter=str(adapter))
-    return load_llm(dataclasses.replace(cfg, models={**cfg.models, name: trained}), name)
+    from echo_lib.models import registry
+    from echo_lib.rewards.reward_fn import adapted_llm
+    return adapted_llm(registry(cfg), rm_spec(cfg).name, adapter)
+
+
+def reward_fn(cfg, kind: str, adapter_dir: str | Path | None = None):
+    """The trained reward model of this run (or the adapter at `adapter_dir`) as a TRL reward function."""
+    from echo_lib.models import registry
+    from echo_lib.rewards.reward_fn import load_reward_fn
+    return load_reward_fn(registry(cfg), rm_spec(cfg).name, kind, cfg.reward_models,
+                          adapter_dir or rm_paths(cfg, kind).adapter)
 
 
 def items(cfg, kind: str, split: str, limit: int = 0, references: bool = True) -> list[dict]:
@@ -118,7 +122,7 @@ def process_judge(cfg):
     p = cfg.reward_models
     if p.process_scorer != "judge":
         return None
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
     from echo_lib.rewards.process import make_judge
     return make_judge(load_llm(cfg, p.process_judge or cfg.roles.reward_model))
 
@@ -137,12 +141,12 @@ def train(cfg, kind: str, shuffled: bool = False) -> TrainResult:
 
 def train_on(cfg, kind: str, train_items: list[dict], out_dir: str | Path, steps: int | None = None) -> TrainResult:
     """Stage 02's recipe on the given items (the kind's own SFT steps unless `steps`): out_dir/adapter/."""
-    from echo_lib.finetune import TrainBase
+    from echo_lib.models import registry
     p = cfg.reward_models
     p = dataclasses.replace(p, sft=dataclasses.replace(p.sft, steps=steps or p.sft.steps_for(kind)))
     spec = rm_spec(cfg)
     exs = examples(train_items, kind, p.target_field_words, p.context_free(kind), p.decision)
-    return train_reward_model(TrainBase.of(cfg, spec), kind, exs, p, out_dir, seed=cfg.seed, judge=process_judge(cfg))
+    return train_reward_model(registry(cfg).train_base(spec.name), kind, exs, p, out_dir, seed=cfg.seed, judge=process_judge(cfg))
 
 
 def calibrate(cfg, kind: str, shuffled: bool = False) -> dict | None:
@@ -225,7 +229,7 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
               "train_split": by_model.get("trained_on_train"),
               "training": _training(trained), "shuffled_training": _training(shuffled),
               "params": dataclasses.asdict(cfg.reward_models),
-              "provenance": provenance(cfg, stage="02_reward_models", kind=kind)}
+              "provenance": provenance(cfg.record, stage="02_reward_models", kind=kind)}
     write_json(paths.metrics, record)
     table = metrics_table({**by_model, **({"probe": probe_metrics} if probe_metrics else {})})
     import io

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.empa_source import configured_layout, layout_file
+from echo_lib.empa_source import EmpaParams, configured_layout, layout_file
 from echo_lib.scenarios.empa_import import import_case, read_metadata, read_official_ids, read_stories
 from echo_lib.scenarios.own import load_own_file, own_dir, own_files
 from echo_lib.scenarios.schema import Scenario, ScenarioError, case_id_problem
@@ -57,23 +57,34 @@ class InvalidCase:
 
 
 @dataclass(frozen=True)
+class SandboxCases:
+    """Which cases the sandbox plays: the config's `sandbox:` section."""
+    case_set: str
+    empa_dir: str | None
+    case_ids: list[str]
+    models: list[str]
+    max_cases: int
+
+
+@dataclass(frozen=True)
 class CaseSelection:
     scenarios: list[Scenario]
     invalid: list[InvalidCase]
 
 
-def _empa_dir(cfg) -> Path:
+def _empa_dir(cases: SandboxCases, empa: EmpaParams) -> Path:
     """EMPA's data folder: sandbox.empa_dir, else the copy the `empa:` section fetched (rule `empa`)."""
-    layout = configured_layout(cfg.sandbox.empa_dir, cfg.empa)
+    layout = configured_layout(cases.empa_dir, empa)
     if layout is None:
-        raise ValueError(f"sandbox.case_set is empa but EMPA has not been fetched ({layout_file(cfg.empa)} is "
+        raise ValueError(f"sandbox.case_set is empa but EMPA has not been fetched ({layout_file(empa)} is "
                          "missing); run the DAG (rule empa), or set sandbox.empa_dir to a local EMPA folder")
     return layout.data
 
 
-def select_cases(cfg) -> CaseSelection:
-    """The cases the config asks for, valid and invalid apart, so one broken file does not stop a run."""
-    sb = cfg.sandbox
+def select_cases(cases: SandboxCases, empa: EmpaParams, seed: int) -> CaseSelection:
+    """The cases the `sandbox:` section asks for (EMPA's from the copy the `empa:` section names; `seed` draws
+    max_cases), valid and invalid apart, so one broken file does not stop a run."""
+    sb = cases
     loaded, invalid = [], []
     if sb.case_set == "own":
         folder = own_dir()
@@ -81,7 +92,7 @@ def select_cases(cfg) -> CaseSelection:
         paths = {cid: folder / f"{cid}.yaml" for cid in ids}
         load = lambda cid: load_own_file(paths[cid])   # noqa: E731
     elif sb.case_set == "empa":
-        root = _empa_dir(cfg)
+        root = _empa_dir(cases, empa)
         ids = list(sb.case_ids) or read_official_ids(root)    # a path or a repeat there: an error naming the line
         stories, metadata = read_stories(root), read_metadata(root)
         for problem in (*stories.problems, *metadata.problems):
@@ -109,7 +120,7 @@ def select_cases(cfg) -> CaseSelection:
         except UNFORESEEN as err:
             invalid.append(InvalidCase(cid, str(paths[cid]), str(unforeseen(paths[cid], err))))
     # explicit ids keep their order unless max_cases asks for a stratified few
-    chosen = stratified_order(loaded, sb.max_cases, cfg.seed) if sb.max_cases else loaded
+    chosen = stratified_order(loaded, sb.max_cases, seed) if sb.max_cases else loaded
     return CaseSelection(scenarios=chosen, invalid=invalid)
 
 
@@ -119,9 +130,9 @@ def unforeseen(path: Path, err: Exception) -> ScenarioError:
                          "compare the case's files with docs/METHOD.md 2.7 (EMPA's files) or data/scenarios/own/")
 
 
-def load_cases(cfg) -> list[Scenario]:
-    """The scenarios the config asks for; raises if any requested case is invalid (all of them named)."""
-    sel = select_cases(cfg)
+def load_cases(cases: SandboxCases, empa: EmpaParams, seed: int) -> list[Scenario]:
+    """The scenarios select_cases finds; raises if any requested case is invalid (all of them named)."""
+    sel = select_cases(cases, empa, seed)
     if sel.invalid:
         raise ValueError(f"{len(sel.invalid)} requested case(s) cannot be used:\n  "
                          + "\n  ".join(c.error for c in sel.invalid))

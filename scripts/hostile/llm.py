@@ -45,7 +45,8 @@ def credentials_in_base_url(work: Path) -> tuple[bool, str]:
 
 
 def retrained_served_model(work: Path) -> tuple[bool, str]:
-    from echo_lib.llm import Sampling, load_llm
+    from echo_lib.llm import Sampling
+    from echo_lib.models import load_llm
     stub = _stub(work)
     listed = [{"id": "served-1", "object": "model", "created": 1_700_000_000, "owned_by": "lab"}]
     with stub.Stub(lambda body, headers: (200, stub.completion(f"reply of the model created {listed[0]['created']}")),
@@ -59,7 +60,8 @@ def retrained_served_model(work: Path) -> tuple[bool, str]:
 
 
 def malformed_reply(work: Path) -> tuple[bool, str]:
-    from echo_lib.llm import LLMError, Sampling, load_llm
+    from echo_lib.llm import LLMError, Sampling
+    from echo_lib.models import load_llm
     stub = _stub(work)
     page = stub.Raw(b"<!DOCTYPE html><html><body><h1>Sign in</h1>Your session expired.</body></html>")
     with stub.Stub(lambda body, headers: (200, page)) as server:

@@ -29,7 +29,8 @@ def _sandbox(work: Path, name: str):
 def case_write_fails_on_a_full_disk(work: Path):
     """The disk refuses own_002's result file mid-run: own_001 and own_003 must still be written, own_002
     recorded as an error naming the cause, and a rerun play only own_002 (it used to stop the whole run)."""
-    from echo_lib.sandbox import results, run_sandbox
+    from echo_lib.sandbox import results
+    from echo_lib.sandbox.stage import run_sandbox
     cfg, llms, out = _sandbox(work, "full_disk")
     real = results.write_json
 
@@ -59,7 +60,7 @@ def case_write_fails_on_a_full_disk(work: Path):
 def summary_with_a_bad_file(work: Path):
     """A garbage result file and a FIFO named like one in a model's folder: summary.json must name both
     and summarise the other case (it crashed on the first and hung on the second)."""
-    from echo_lib.sandbox import run_sandbox
+    from echo_lib.sandbox.stage import run_sandbox
     from echo_lib.sandbox.results import write_summary
     cfg, llms, out = _sandbox(work, "summary")
     run_sandbox(cfg, "base", llms=llms)
@@ -91,7 +92,7 @@ def summary_with_a_bad_file(work: Path):
 def epmq_out_on_a_full_disk(work: Path):
     """`echo-epmq --out` over an earlier table on a full disk: the command must fail and leave the earlier
     table whole (it was written in place: an empty or truncated table a rerun trusts)."""
-    from echo_lib.sandbox import run_sandbox
+    from echo_lib.sandbox.stage import run_sandbox
     cfg, llms, out = _sandbox(work, "epmq")
     run_sandbox(cfg, "base", llms=llms)                 # result files to score (stage 04 on the fakes)
     folder = work / "probe_lost" / "epmq" / "table"

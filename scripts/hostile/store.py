@@ -69,7 +69,8 @@ def heads_that_do_not_fit(work: Path):
     """Three hostile heads folders, each asked through the tiny judge's choose: heads of another model
     (hidden size 6, the tiny model's is 32), heads.npz of another fit beside heads.json (a save killed between
     the two files), and NaN values. Each must be an LLMError naming its folder and the fix, not probabilities."""
-    from echo_lib.llm import LLMError, load_llm
+    from echo_lib.llm import LLMError
+    from echo_lib.models import load_llm
     base = work / "probe_store" / "heads"
     _heads(6).save(base / "other_model")
     _heads(32, 0).save(base / "mixed")
@@ -97,7 +98,7 @@ def heads_that_do_not_fit(work: Path):
 def cache_folder_not_writable(work: Path):
     """The cache folder cannot be written (read-only for a user; a file where the folder belongs, which stops
     root as well): the call must still return its answers, with one warning naming the folder."""
-    from echo_lib.llm import load_llm
+    from echo_lib.models import load_llm
     cache = work / "probe_store" / "ro_cache"
     if os.geteuid() == 0:
         cache.parent.mkdir(parents=True, exist_ok=True)

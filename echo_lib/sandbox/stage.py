@@ -1,6 +1,6 @@
 """Stage 04 for one tested model: the config's cases through the sandbox, one result file per case.
 
-    from echo_lib.sandbox import run_sandbox
+    from echo_lib.sandbox.stage import run_sandbox
     report = run_sandbox(cfg, "base")        # -> results/<run>/sandbox/base/<case_id>_result.json
 
 Cases with a result file are skipped (a rerun finishes only the missing ones; the model layer's cache
@@ -64,9 +64,9 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
                 progress: bool | None = None) -> SandboxReport:
     """Play every case of the config (sandbox:) against `model` with the roles of `roles:`.
 
-    `llms` maps model names to ready LLM objects (tests pass fakes); other names load with load_llm,
-    each once, so one model playing several roles loads its weights once."""
-    from echo_lib.llm import load_llm
+    `llms` maps model names to ready LLM objects (tests pass fakes); other names load from the run's model
+    registry, each once, so one model playing several roles loads its weights once."""
+    from echo_lib.models import load_llm
     from echo_lib.scenarios import select_cases
 
     if model not in cfg.models:
@@ -95,7 +95,7 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     meta = RunMeta(model=model, roles=names, models=specs, params=p, epm=epm, seed=cfg.seed, judge_mode=judge.mode,
                    config_hash=cfg.hash, fingerprints={"models": identities, "code": code_fingerprint()})
 
-    selection = select_cases(cfg)
+    selection = select_cases(cfg.sandbox, cfg.empa, cfg.seed)
     unrecorded: dict[str, str] = {}     # case id -> why neither its result nor its error file could be written
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)
