@@ -20,6 +20,7 @@ The files between the stages (docs/STAGES.md has the whole picture):
     sandbox/<model>/<case>_result.json, summary.json  04 sandbox
     epm/summary.csv, per_case.csv, ...             05 EPM (epm_published/: EMPA's own runs)
     nee/summary.csv, agreement.json, ...           06 NEE panel
+    paper/tables/, figures/, claims.*, main.pdf    07 paper (or paper.dir)
     notebooks/<stage>.ipynb, logs/<stage>.log      every stage's executed notebook and log
 """
 from __future__ import annotations
@@ -135,6 +136,31 @@ class NEEFiles:
     figure = property(lambda self: self.dir / "fig_nee.png")
 
 
+# Every file stage 07 writes into the paper folder: rule paper declares them as outputs, paper/main.tex uses
+# them, and a test checks that the two agree.
+PAPER_TABLES = ("judge_sensitivity", "main_results", "sandbox_differences", "nee_dimensions", "rm_accuracy",
+                "rl_winrate", "empa_replay", "macros")
+PAPER_FIGURES = ("epm_outcomes", "epm_indices", "epm_case_heatmap", "rm_accuracy", "rl_curves")
+PAPER_CLAIMS = ("claims.md", "claims.tex", "claims.csv")
+
+
+@dataclass(frozen=True)
+class PaperFiles:
+    """Stage 07: the paper's tables, figures, claims and PDF (paper.dir, or the run's paper/)."""
+    dir: Path
+    pdf = property(lambda self: self.dir / "main.pdf")
+    provenance = property(lambda self: self.dir / "provenance.json")
+
+    def outputs(self, pdf: bool = True) -> dict[str, list[str]]:
+        """The generated files by kind (tables: .tex + .csv; figures: .pdf + .png; pdf: main.pdf, unless
+        paper.build_pdf is off), as text (what Snakemake and LaTeX take)."""
+        folder = str(self.dir)
+        return {"tables": [f"{folder}/tables/{t}.{ext}" for t in PAPER_TABLES for ext in ("tex", "csv")],
+                "figures": [f"{folder}/figures/{f}.{ext}" for f in PAPER_FIGURES for ext in ("pdf", "png")],
+                "claims": [f"{folder}/{c}" for c in PAPER_CLAIMS],
+                "pdf": [str(self.pdf)] if pdf else []}
+
+
 def lora_files(folder: Path) -> list[Path]:
     """A LoRA adapter as the files PEFT writes. The DAG declares these, not the folder: Snakemake dates a
     directory output by a .snakemake_timestamp it leaves there, so weights rewritten in place (a notebook run
@@ -208,6 +234,10 @@ class Layout:
     @property
     def nee(self) -> NEEFiles:
         return NEEFiles(self.run / "nee")
+
+    def paper(self, folder: str | Path | None = None) -> PaperFiles:
+        """Stage 07's folder: paper.dir where the config names one (the tiny run: the repository's paper/)."""
+        return PaperFiles(Path(folder) if folder else self.run / "paper")
 
     # ---- every stage
     @property

@@ -7,11 +7,11 @@ from pathlib import Path
 
 
 def project_root() -> Path:
-    """The repository root: the folder that holds the Snakefile next to echo_lib/."""
+    """The repository root: the folder that holds workflow/Snakefile next to echo_lib/."""
     root = Path(__file__).resolve().parents[1]
-    if not (root / "Snakefile").exists():
+    if not (root / "workflow" / "Snakefile").exists():
         raise RuntimeError(
-            f"echo_lib is imported from {root}, which has no Snakefile; install the package in "
+            f"echo_lib is imported from {root}, which has no workflow/Snakefile; install the package in "
             "editable mode from the repository (`pip install -e .`) so it finds its config and notebooks")
     return root
 

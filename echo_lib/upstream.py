@@ -10,38 +10,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from echo_lib.rewards.params import KINDS as RM_KINDS
+from echo_lib.layout import Layout
+
+from echo_lib import stages
 
 
 def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: str = "") -> list[Path]:
-    """The files and folders of earlier stages that `stage` reads (kind / variant / model: its wildcard)."""
-    run = Path(cfg.run_dir)
-    data = {k: [run / "data" / k / f"{split}.jsonl" for split in ("train", "test")] for k in ("humanlike", "empathy")}
-    if stage in ("data", "controls", "judges"):
-        return []
-    if stage == "reward_models":
-        if kind not in RM_KINDS:
-            raise ValueError(f"kind {kind!r} is not one of {', '.join(RM_KINDS)}")
-        return data["humanlike" if kind == "humanlike" else "empathy"]
-    if stage == "policy":
-        return [*data["empathy"], data["humanlike"][0], *(run / "rm" / k / "adapter" for k in RM_KINDS)]
-    if stage == "sandbox":
-        return [run / "policy" / model / "adapter"] if model in cfg.policy.variants else []
-    if stage in ("epm", "nee"):   # each model's summary.json: what rule sandbox writes last (a target snakemake makes)
-        return [folder / "summary.json" for folder in sandbox_dirs(cfg)]
-    if stage == "paper":
-        return [run / "judges" / "sensitivity.json",
-                *(run / "epm" / f"{f}.csv" for f in ("summary", "per_case", "intervals", "paired")),
-                run / "nee" / "summary.csv", run / "nee" / "agreement.json",
-                *(run / "rm" / k / "metrics.json" for k in RM_KINDS),
-                *(run / "policy" / v / f for v in cfg.policy.variants for f in ("train_log.csv", "winrate.csv"))]
-    raise ValueError(f"unknown stage {stage!r}")
+    """The files that `stage` reads (kind / variant / model: its wildcard): the stage table's inputs, exactly
+    what the Snakefile's rule for it declares."""
+    s = stages.stage(stage)
+    value = {"kind": kind, "variant": variant, "model": model}.get(s.wildcard or "", "")
+    if s.wildcard == "kind" and kind not in stages.RM_KINDS:
+        raise ValueError(f"kind {kind!r} is not one of {', '.join(stages.RM_KINDS)}")
+    return stages.flat(s.inputs(stages.DagShape.of(cfg), value))
 
 
 def sandbox_dirs(cfg) -> list[Path]:
     """This run's sandbox results, one folder per model of `sandbox.models`: what stage 05 analyses (the DAG's
     rule epm passes exactly these to notebook 05, which reads them by hand too) and stage 06 rates."""
-    return [Path(cfg.run_dir) / "sandbox" / m for m in cfg.sandbox.models]
+    return [Layout(cfg.run_dir).sandbox(m).dir for m in cfg.sandbox.models]
 
 
 def published_note(cfg) -> str:
@@ -59,11 +46,14 @@ def published_note(cfg) -> str:
 
 
 def stage_models(cfg, stage: str, model: str = "") -> list[str]:
-    """The models a stage loads (whose local files must exist before it runs). The NEE panel loads only
-    its judges, the EPM analysis and the paper stage none: a run copied without its checkpoints still gives its paper."""
-    r = cfg.roles
-    return {"policy": [r.policy, r.judge], "sandbox": [r.policy, r.judge, r.actor, r.director, model],
-            "nee": list(r.nee_judges), "epm": [], "paper": []}.get(stage, [r.policy])
+    """The models a stage loads (the stage table's roles, and the sandbox's model under test), whose local
+    files must exist before it runs. The EPM analysis and the paper load none: a run copied without its
+    checkpoints still gives its paper."""
+    names = []
+    for role in stages.stage(stage).loads:
+        named = getattr(cfg.roles, role)
+        names += list(named) if isinstance(named, list) else [named]
+    return names + ([model] if stage == "sandbox" and model else [])
 
 
 def missing_model_files(cfg, names) -> dict[Path, Path]:
@@ -71,17 +61,17 @@ def missing_model_files(cfg, names) -> dict[Path, Path]:
     checkpoint (stage 00), a policy adapter (stage 03), the trained judge's heads or adapter (rule judges)."""
     from echo_lib.judges.params import TRAINED_JUDGE
     from echo_lib.model_setup import weights_path
-    run = Path(cfg.run_dir)
+    layout = Layout(cfg.run_dir)
     out = {}
     for name in dict.fromkeys(n for n in names if n in cfg.models):
         spec = cfg.models[name]
         if spec.backend != "hf":
             continue
         if spec.source == "embedded" and not Path(weights_path(cfg, spec)).is_dir():
-            out[Path(weights_path(cfg, spec))] = run / "models" / "manifest.json"
+            out[Path(weights_path(cfg, spec))] = layout.models.manifest
         for part in (spec.adapter, spec.readout):   # rule judges makes the trained judge's; a policy adapter is its rule's output
             if part and not Path(part).exists():
-                out[Path(part)] = run / "judges" / "sensitivity.json" if name == TRAINED_JUDGE else Path(part)
+                out[Path(part)] = layout.judges.record if name == TRAINED_JUDGE else Path(part)
     return out
 
 

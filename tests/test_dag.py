@@ -228,3 +228,30 @@ def test_stage_00_runs_by_hand_with_default_parameters(ci_run, tmp_path):
     assert manifest["provenance"]["run_name"] == "tiny"
     assert manifest["models"]["base"]["status"] == "reused"
     assert "base (smollm2-135m-instruct) > " in (tmp_path / "r.md").read_text()
+
+
+def planned_rules(out: str) -> set[str]:
+    """The rules a dry run would run (its 'rule <name>:' lines)."""
+    import re
+    return set(re.findall(r"^rule (\w+):", out, flags=re.M))
+
+
+@pytest.mark.parametrize("edit, readers, others", [
+    # stage 03 samples with the sandbox's companion prompt: its adapters are trained again, not only tested again
+    ({"sandbox_run": {"companion_prompt": "You are a warm, attentive friend. (edited)"}},
+     {"policy", "sandbox", "epm", "nee", "paper"}, {"models", "data", "reward_model", "controls"}),
+    # the NEE panel's composite weight: only the panel and the paper read it
+    ({"nee": {"composite_weight": 0.25}}, {"nee", "paper"},
+     {"models", "data", "reward_model", "controls", "judges", "policy", "sandbox", "epm"}),
+])
+def test_editing_a_config_key_re_plans_exactly_the_stages_that_read_it(ci_run, tmp_path, edit, readers, others):
+    """A rule's params are what its stage reads (echo_lib/stages.py), so Snakemake re-runs exactly the readers
+    of an edited key and what depends on their outputs (issue 35: rule policy did not list sandbox_run)."""
+    import yaml
+    run_dir, _ = ci_run
+    edited = tmp_path / "edit.yaml"
+    edited.write_text(yaml.safe_dump(edit))
+    rc, out = snakemake("-n", "--configfile", "config/ci.yaml", str(edited), results_dir=run_dir.parent)
+    assert rc == 0, out[-3000:]
+    planned = planned_rules(out)
+    assert readers <= planned and not planned & others, sorted(planned)

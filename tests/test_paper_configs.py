@@ -24,8 +24,8 @@ FULL_FINE_TUNING = {"launcher": "accelerate", "accelerate_config": "config/accel
 
 
 def rule_block(name: str) -> str:
-    text = (ROOT / "Snakefile").read_text()
-    start = text.index(f"\nrule {name}:")
+    text = (ROOT / "workflow" / "rules" / f"{name}.smk").read_text()
+    start = text.index(f"rule {name}:")
     end = text.find("\nrule ", start + 1)
     return text[start:end if end > 0 else None]
 
@@ -39,7 +39,9 @@ def test_accelerate_processes_match_the_gpus_of_the_rule_that_launches_them():
     # stage 03 is the one launcher of an accelerate config (echo_lib.policy.launch), inside rule policy,
     # whose SLURM job asks for resources.policy.gpu GPUs
     block = rule_block("policy")
-    assert "03_policy_rl" in block and 'gpu=res("policy")["gpu"]' in block
+    from echo_lib.stages import stage
+    assert stage("policy").notebook == "03_policy_rl" and 'unpack(stage_in("policy"))' in block
+    assert '**resources_of("policy")' in block   # gpu: resources.policy.gpu (workflow/rules/common.smk)
     checked = 0
     for path in RUN_CONFIGS:
         raw = yaml.safe_load(path.read_text()) or {}
@@ -88,7 +90,8 @@ def test_every_accelerate_file_is_used_and_every_mention_exists():
         text = path.read_text()
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
         used |= {str(v) for v in _values(data) if isinstance(v, str)}
-    sources = [*sorted((ROOT / "echo_lib").rglob("*.py")), ROOT / "Snakefile", *sorted((ROOT / "scripts").iterdir()),
+    sources = [*sorted((ROOT / "echo_lib").rglob("*.py")), ROOT / "workflow" / "Snakefile",
+               *sorted((ROOT / "workflow" / "rules").glob("*.smk")), *sorted((ROOT / "scripts").iterdir()),
                *(p for p in sorted((ROOT / "tests").glob("*.py")) if p.name != Path(__file__).name)]
     code = "\n".join(p.read_text(errors="replace") for p in sources if p.is_file())
     for path in ACCELERATE:
@@ -98,7 +101,7 @@ def test_every_accelerate_file_is_used_and_every_mention_exists():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     stale = []
     for name in tracked:
-        if not name.endswith((".md", ".py", ".yaml", ".yml", ".json", ".sh", ".toml", ".tex")) and name != "Snakefile":
+        if not name.endswith((".md", ".py", ".yaml", ".yml", ".json", ".sh", ".toml", ".tex", ".smk")) and not name.endswith("Snakefile"):
             continue
         f = ROOT / name
         if not f.is_file():

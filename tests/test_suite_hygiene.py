@@ -46,6 +46,8 @@ def test_dag_runs_of_the_tests_keep_out_of_the_checkout(tmp_path, monkeypatch):
     copy = Path(config["notebooks_dir"])
     assert (copy / "07_paper.py").read_bytes() == (ROOT / "notebooks" / "07_paper.py").read_bytes()
 
-    snakefile = (ROOT / "Snakefile").read_text()
-    assert 'py="notebooks/' not in snakefile
-    assert snakefile.count('py=f"{NOTEBOOKS}/') == len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.py"))) + 1
+    from echo_lib.stages import STAGES
+    workflow = "\n".join(p.read_text() for p in [ROOT / "workflow/Snakefile", *(ROOT / "workflow/rules").glob("*.smk")])
+    assert '"notebooks/' not in workflow and '"py": f"{NOTEBOOKS}/{s.notebook}.py"' in workflow
+    assert workflow.count("unpack(stage_in(") == len(STAGES)   # every stage rule takes its notebook from there
+    assert {s.notebook for s in STAGES.values()} == {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.py")}

@@ -25,10 +25,10 @@ def test_a_missing_input_names_the_files_and_the_command_that_makes_them(tmp_pat
         require(c, "reward_models", kind="scalar")
     text = str(err.value)
     data = tmp_path / "results/r/data/empathy"
-    assert f"  {data / 'train.jsonl'}\n" in text and "3 of its inputs are missing" in text
+    assert f"  {data / 'train.jsonl'}\n" in text and "4 of its inputs are missing" in text   # + stage 00's manifest
     assert f"  {tmp_path / 'models/smollm2-135m-instruct'}\n" in text   # the embedded checkpoint: stage 00 makes it
-    assert (f"snakemake --cores 2 --configfile <the config of run 'r'> {data / 'train.jsonl'} {data / 'test.jsonl'} "
-            f"{tmp_path / 'results/r/models/manifest.json'}") in text
+    assert (f"snakemake --cores 2 --configfile <the config of run 'r'> {tmp_path / 'results/r/models/manifest.json'} "
+            f"{data / 'train.jsonl'} {data / 'test.jsonl'}") in text
     for p in stage_inputs(c, "reward_models", kind="scalar"):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
@@ -46,7 +46,7 @@ def test_the_trained_judges_heads_are_made_by_rule_judges(tmp_path):
 
 def test_a_policy_variant_under_test_needs_its_adapter_and_the_base_does_not(tmp_path):
     c = cfg(tmp_path)
-    adapter = tmp_path / "results/r/policy/echo/adapter"
+    adapter = tmp_path / "results/r/policy/echo/adapter/adapter_config.json"
     assert adapter in stage_inputs(c, "sandbox", model="echo")
     assert adapter not in stage_inputs(c, "sandbox", model="base")
     with pytest.raises(ValueError, match="unknown stage"):
@@ -67,7 +67,8 @@ def test_stage_05_by_hand_reads_the_folders_the_dags_rule_epm_passes(tmp_path):
     c = cfg(tmp_path, models_dir=str(tmp_path / "models"), sandbox={"models": ["base", "echo"]})
     run = tmp_path / "results/r"
     assert sandbox_dirs(c) == [run / "sandbox/base", run / "sandbox/echo"]
-    assert 'sandbox_dirs(CFG)' in (ROOT / "Snakefile").read_text()
+    epm_rule = (ROOT / "workflow/rules/epm.smk").read_text()
+    assert "result_dirs=[os.path.dirname(s) for s in input.summaries]" in epm_rule   # the stage table's summaries
     (run / "sandbox/base").mkdir(parents=True)
     (run / "sandbox/base/summary.json").write_text("{}")
     with pytest.raises(FileNotFoundError, match=r"1 of its inputs are missing:\n  \S+/sandbox/echo/summary.json\n"

@@ -6,8 +6,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def workflow_text() -> str:
+    """workflow/Snakefile and its rules files, one text."""
+    files = [ROOT / "workflow" / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]
+    return "\n".join(p.read_text() for p in files)
+
+
 def rule_blocks() -> dict[str, str]:
-    text = (ROOT / "Snakefile").read_text()
+    text = workflow_text()
     parts = re.split(r"^(?:rule|checkpoint) (\w+):\n", text, flags=re.M)
     # Each block runs to the next top-level statement (a line that is not indented).
     return {name: re.split(r"^\S", body, maxsplit=1, flags=re.M)[0] for name, body in zip(parts[1::2], parts[2::2])}

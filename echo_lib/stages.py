@@ -1,0 +1,289 @@
+"""The stage table: per stage of the DAG, its notebook, wildcard, the config sections it reads, the models
+it loads, and its inputs and outputs (paths from `echo_lib.layout`).
+
+One table serves three readers, so they cannot disagree:
+- the Snakefile (workflow/rules/*.smk): a rule's `input:`, `output:` and `params:` are `inputs`, `outputs`
+  and `params` of its stage. `params` are exactly the sections the stage reads, so Snakemake re-runs a stage
+  when, and only when, one of them changes;
+- the upstream check (`echo_lib.upstream.require`), which a notebook stepped through by hand runs first;
+- the notebooks, through `echo_lib.notebook.start(stage=...)`, whose run config answers only the sections
+  the stage declares: reading another is an error that names this table, so `reads` stays true.
+
+A stage's inputs and outputs depend on a few choices of the config (the RL variants, the models under test,
+full fine-tuning or LoRA, the trained judge, EMPA's cases): `DagShape` holds exactly those.
+"""
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from echo_lib.layout import DATA_KINDS, SPLITS, Layout, lora_files
+
+RM_KINDS = ("humanlike", "empathy", "scalar")   # scalar: the 1-10, no-anchor variant for the RL ablation
+# Read by every stage: the run's identity (where its files go, how it is labelled) and the seed
+RUN_KEYS = ("run_name", "scale", "results_dir", "models_dir", "notebooks_dir", "seed")
+# What loading a model reads: the roles that name it, its spec and the model layer's settings
+MODEL_SECTIONS = ("models", "llm", "roles")
+
+
+@dataclass(frozen=True)
+class DagShape:
+    """The choices of a run config that decide which files the DAG has."""
+    layout: Layout
+    variants: tuple[str, ...]          # policy.variants: each trained policy
+    sandbox_models: tuple[str, ...]    # sandbox.models: each model under test
+    full_finetune: bool                # policy.finetune full: a variant is a whole model, not an adapter
+    trained_judge: bool                # judges.train.enabled: rule judges fits the tiny judge first
+    judge_set: str                     # judges.set: the held-out sensitivity set
+    judge_bank: str | None             # judges.train.bank_file, when the judge is trained
+    data_files: tuple[str, ...]        # stage 01's authored inputs (axioms, contrast bank, HITL verdicts)
+    scenarios: tuple[str, ...]         # the own scenario set's files
+    empa_cases: tuple[str, ...]        # EMPA's layout.json, when the sandbox reads the fetched EMPA cases
+    published_runs: tuple[str, ...]    # what rule epm_published reads: a folder named by hand, or EMPA's layout.json
+    paper_dir: str                     # where stage 07 writes (report.params.paper_dir)
+    paper_files: dict[str, list[str]]  # stage 07's outputs by kind (layout.PaperFiles.outputs)
+
+    @classmethod
+    def of(cls, cfg, *, empa_layout: str | None = None, with_published: bool = False) -> "DagShape":
+        """From a RunConfig; `empa_layout`: where rule empa writes EMPA's layout.json (default: where
+        empa.cache_dir puts it), `with_published`: whether EMPA's published runs (or published.empa_results)
+        are at hand for stage 05 (the Snakefile decides; a notebook run by hand does without them)."""
+        from echo_lib.empa_source import layout_file
+        from echo_lib.report.params import paper_dir
+
+        empa_layout = empa_layout or str(layout_file(cfg.empa))
+        data = cfg.data
+        paper = paper_dir(cfg.paper, cfg.results_dir, cfg.run_name)
+        return cls(
+            layout=Layout(cfg.run_dir), variants=tuple(cfg.policy.variants),
+            sandbox_models=tuple(cfg.sandbox.models), full_finetune=cfg.policy.finetune == "full",
+            trained_judge=cfg.judges.train.enabled, judge_set=cfg.judges.set,
+            judge_bank=cfg.judges.train.bank_file if cfg.judges.train.enabled else None,
+            data_files=(data.empathy.axioms_file, data.empathy.contrast.bank_file, *data.hitl.verdicts),
+            scenarios=tuple(sorted(glob.glob("data/scenarios/own/*.yaml"))),
+            empa_cases=(empa_layout,) if cfg.sandbox.case_set == "empa" and not cfg.sandbox.empa_dir else (),
+            published_runs=((cfg.published.empa_results or empa_layout,) if with_published else ()),
+            paper_dir=paper, paper_files=Layout(cfg.run_dir).paper(paper).outputs(pdf=cfg.paper.build_pdf))
+
+    def variant_weights(self, variant: str) -> list[Path]:
+        return self.layout.policy(variant).weight_files(self.full_finetune)
+
+
+Files = dict[str, "Path | str | list"]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the DAG (one Snakemake rule)."""
+    name: str                   # the rule, and its `resources.<key>` (see `resources`)
+    notebook: str               # notebooks/<notebook>.py
+    reads: tuple[str, ...]      # the config sections (or section.key) it reads: its rule's params
+    inputs: Callable[..., Files]    # (shape, wildcard value) -> named inputs from earlier stages
+    outputs: Callable[..., Files]   # (shape, wildcard value) -> named outputs
+    loads: tuple[str, ...] = ()  # the roles whose models it loads (their local files must exist first)
+    wildcard: str | None = None  # kind | variant | model
+    resources: str = ""          # its key under `resources:` (default: the stage's name)
+    executed: str = ""           # its executed notebook's name (default: notebook, then the wildcard's value)
+
+    @property
+    def resources_key(self) -> str:
+        return self.resources or self.name
+
+    def run_name(self, value: str = "") -> str:
+        """The executed notebook's and the log's name: 03_policy_rl_echo, 05_epm_published."""
+        base = self.executed or self.notebook
+        return f"{base}_{value}" if value else base
+
+    def files(self, shape: DagShape, value: str = "") -> tuple[Files, Files]:
+        """(inputs, outputs) with the wildcard at `value` (or, with no value, as a Snakemake pattern)."""
+        value = value or (f"{{{self.wildcard}}}" if self.wildcard else "")
+        return self.inputs(shape, value), self.outputs(shape, value)
+
+
+# ---- each stage's files ---------------------------------------------------------------------------------
+
+def _models_files(s: DagShape, _):
+    return {}, {"manifest": s.layout.models.manifest, "reply": s.layout.models.smoke_reply}
+
+
+def _data_files(s: DagShape, _):
+    return ({"manifest": s.layout.models.manifest, "authored": list(s.data_files), "scenarios": list(s.scenarios)},
+            {"data": s.layout.datasets(), "hitl": s.layout.hitl_report})
+
+
+def _controls_files(s: DagShape, _):
+    c = s.layout.controls
+    return {"manifest": s.layout.models.manifest}, {"record": c.record, "figure": c.figure}
+
+
+def _judges_files(s: DagShape, _):
+    j = s.layout.judges
+    return ({"manifest": s.layout.models.manifest, "sensitivity_set": s.judge_set,
+             "bank": [s.judge_bank] if s.judge_bank else []},
+            {"record": j.record, "figure": j.figure})
+
+
+def _trained_judge(s: DagShape) -> list[Path]:
+    """With judges.train.enabled, rule judges makes the tiny judge: whoever may ask that judge waits for it."""
+    return [s.layout.judges.record] if s.trained_judge else []
+
+
+def _rm_data(s: DagShape, kind: str) -> list[Path]:
+    """What a reward model trains and is evaluated on: the humanlike data, or the empathy data (empathy, scalar)."""
+    data = "humanlike" if kind == "humanlike" else "empathy"
+    return [s.layout.data(data, split) for split in SPLITS]
+
+
+def _rm_files(s: DagShape, kind: str):
+    rm = s.layout.rm(kind)
+    return ({"manifest": s.layout.models.manifest, "data": _rm_data(s, kind)},
+            {"metrics": rm.metrics, "table": rm.table, "figure": rm.figure, "train_log": rm.train_log,
+             "adapter": lora_files(rm.adapter)})
+
+
+def _policy_files(s: DagShape, variant: str):
+    p, data = s.layout.policy(variant), s.layout.data
+    return ({"manifest": s.layout.models.manifest,
+             "data": [data("empathy", "train"), data("empathy", "test"), data("humanlike", "train")],
+             # the echo rewards (the hard filter always uses them), the variant's own, and the win-rate judge
+             "rms": [f for kind in ("empathy", "humanlike", "scalar") for f in lora_files(s.layout.rm(kind).adapter)],
+             "judge": _trained_judge(s)},
+            {"metrics": p.metrics, "train_log": p.train_log, "winrate": p.winrate, "figure": p.figure,
+             "hacking": p.hacking, "progress": p.progress, "weights": s.variant_weights(variant)})
+
+
+def _sandbox_files(s: DagShape, model: str):
+    # a trained variant is tested once stage 03 has written it; with the pattern, rule sandbox asks per model
+    tested = s.variant_weights(model) if model in s.variants else []
+    return ({"manifest": s.layout.models.manifest, "scenarios": list(s.scenarios), "empa": list(s.empa_cases),
+             "adapter": tested, "judges": s.layout.judges.record},   # notebook 04 shows the judge's sensitivity first
+            {"summary": s.layout.sandbox(model).summary})
+
+
+def _summaries(s: DagShape) -> list[Path]:
+    """Each tested model's summary.json: what rule sandbox writes last (one result file per case before it)."""
+    return [s.layout.sandbox(m).summary for m in s.sandbox_models]
+
+
+def _epm_files(s: DagShape, _):
+    e = s.layout.epm
+    return ({"summaries": _summaries(s)},
+            {"summary": e.summary, "per_case": e.per_case, "intervals": e.intervals, "paired": e.paired})
+
+
+def _epm_published_files(s: DagShape, _):
+    e = s.layout.epm_published
+    return {"runs": list(s.published_runs)}, {"summary": e.summary, "per_case": e.per_case}
+
+
+def _nee_files(s: DagShape, _):
+    n = s.layout.nee
+    return ({"summaries": _summaries(s), "epm": s.layout.epm.summary, "judges": s.layout.judges.record},
+            {"ratings": n.ratings, "summary": n.summary, "stats": n.panel_stats, "dimensions": n.dimensions,
+             "pairwise": n.pairwise, "agreement": n.agreement, "order": n.order})
+
+
+def paper_inputs(s: DagShape) -> dict[str, list[Path]]:
+    """Every stage output the paper reads (notebook 07 fails on any that is missing)."""
+    L = s.layout
+    return {"judges": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.agreement],
+            "rm": [L.rm(k).metrics for k in RM_KINDS],
+            "policy": [f for v in s.variants for f in (L.policy(v).train_log, L.policy(v).winrate)]}
+
+
+def _paper_files(s: DagShape, _):
+    authored = {"tex": "paper/main.tex", "bib": "paper/references.bib", "reported": "data/reported_claims.yaml",
+                "published": [s.layout.epm_published.summary] if s.published_runs else []}   # optional: EMPA's runs
+    return {**authored, **paper_inputs(s)}, dict(s.paper_files)
+
+
+def _split(files: Callable) -> tuple[Callable, Callable]:
+    return (lambda s, v: files(s, v)[0]), (lambda s, v: files(s, v)[1])
+
+
+def _stage(name, notebook, reads, files, **more) -> Stage:
+    inputs, outputs = _split(files)
+    return Stage(name, notebook, tuple(reads), inputs, outputs, **more)
+
+
+NEE_ASKING = ("nee.prompt_variants", "nee.mode", "nee.retries", "nee.temperature", "nee.json_max_new_tokens",
+              "nee.blind_terms")   # how an NEE judge is asked (nee.panel.Asker): what the sensitivity check reads of nee
+
+STAGES: dict[str, Stage] = {s.name: s for s in (
+    _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm"), _models_files),
+    _stage("data", "01_data_synthesis", ("data", *MODEL_SECTIONS), _data_files, loads=("policy",)),
+    _stage("controls", "02_controls", ("controls", "reward_models", *MODEL_SECTIONS), _controls_files,
+           loads=("policy", "reward_model")),
+    _stage("judges", "04_judges", ("judges", "reward_models", "sandbox_run.judge", "sandbox_run.history_turns",
+                                   *NEE_ASKING, *MODEL_SECTIONS), _judges_files, loads=("judge", "nee_judges")),
+    _stage("reward_models", "02_reward_models", ("reward_models", *MODEL_SECTIONS), _rm_files,
+           loads=("reward_model",), wildcard="kind"),
+    # the policy samples as the sandbox asks it (its companion prompt, history format and sampling)
+    _stage("policy", "03_policy_rl", ("policy", "reward_models", "sandbox_run.companion_prompt",
+                                      "sandbox_run.test_history", "sandbox_run.test_model", *MODEL_SECTIONS),
+           _policy_files, loads=("policy", "judge"), wildcard="variant"),
+    _stage("sandbox", "04_sandbox", ("sandbox", "sandbox_run", "epm", "empa", *MODEL_SECTIONS), _sandbox_files,
+           loads=("policy", "judge", "actor", "director"), wildcard="model"),
+    _stage("epm", "05_epm_analysis", ("epm", "empa", "sandbox.empa_dir", "policy.variants", "roles.policy"),
+           _epm_files),
+    _stage("epm_published", "05_epm_analysis", ("epm", "published", "empa"), _epm_published_files,
+           resources="epm", executed="05_epm_published"),
+    _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
+    _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "roles", "models", "scale"),
+           _paper_files),
+)}
+
+
+def stage(name: str) -> Stage:
+    if name not in STAGES:
+        raise ValueError(f"unknown stage {name!r}; the stages are {', '.join(STAGES)}")
+    return STAGES[name]
+
+
+def flat(files: Files) -> list[Path]:
+    """A stage's named files as one list of paths."""
+    out: list[Path] = []
+    for value in files.values():
+        out += [Path(v) for v in value] if isinstance(value, list) else [Path(value)]
+    return out
+
+
+def derived_models(config: dict) -> set[str]:
+    """The models a stage makes (the RL variants, the trained judge): their specs follow from the base model's
+    and the layout, and the files that make them are inputs of their readers already."""
+    from echo_lib.judges.params import TRAINED_JUDGE
+    return set(config["policy"]["variants"]) | ({TRAINED_JUDGE} if config["judges"]["train"]["enabled"] else set())
+
+
+def loaded_models(config: dict, name: str) -> list[str] | None:
+    """The models a stage loads, by the roles of its `loads` (and the sandbox's models under test); None for
+    a stage that reads every model spec (stage 00 resolves them all, the paper names them)."""
+    s = stage(name)
+    if not s.loads:
+        return None
+    names = []
+    for role in s.loads:
+        named = config["roles"][role]
+        names += named if isinstance(named, list) else [named]
+    return list(dict.fromkeys(names + (config["sandbox"]["models"] if name == "sandbox" else [])))
+
+
+def stage_params(config: dict, name: str) -> dict:
+    """A rule's Snakemake params: the seed and exactly what its stage reads of a validated config dict (whole
+    sections, or single keys of one: "nee.mode"), so that editing a key re-runs exactly its readers. Of
+    `models`, a stage that loads models gets the specs of those it loads; the others all but the derived ones
+    (the RL variants, the trained judge): adding an RL variant re-runs no stage that does not use it."""
+    loaded, derived = loaded_models(config, name), derived_models(config)
+    params: dict = {"seed": config["seed"]}
+    for key in stage(name).reads:
+        section, _, sub = key.partition(".")
+        value = config[section]
+        if section == "models":
+            value = {k: v for k, v in value.items() if (k in loaded if loaded is not None else k not in derived)}
+        if sub:
+            params.setdefault(section, {})[sub] = value[sub]
+        else:
+            params[section] = value
+    return params

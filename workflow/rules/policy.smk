@@ -1,0 +1,25 @@
+rule policy:
+    """Stage 03: GRPO of the policy against the routed generative rewards (echo) or the scalar one (the
+    ablation), on the same hard-filtered prompts; then its win rate against the base on held-out prompts.
+    Each variant's RL data (policy/data/<variant>/, its own hard filter) is built once and reused while its
+    settings hold."""
+    input:
+        unpack(stage_in("policy")),
+    output:
+        **stage_out("policy", {
+            "figure": {"caption": "../report/policy_training.rst", "category": "Policy RL"},
+            "hacking": {"caption": "../report/policy_hacking.rst", "category": "Policy RL"},
+            "progress": {"caption": "../report/policy_progress.rst", "category": "Policy RL"}}),
+    wildcard_constraints:
+        variant="|".join(SHAPE.variants) or "echo",
+    params:
+        **stage_params(config, "policy"),
+    benchmark:
+        stage_log("policy", "benchmark")
+    log:
+        stage_log("policy"),
+    threads: res("policy")["threads"]
+    resources:
+        **resources_of("policy"),
+    run:
+        run_stage("policy", threads, input, output, log, wildcards)
