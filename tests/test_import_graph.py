@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,11 +79,16 @@ def _target(name: str, known: dict[str, Path]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def imports(module: str, path: Path, known: dict[str, Path]) -> list[tuple[int, str]]:
     """(line, module of echo_lib) for every import statement of the file, at any depth."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -153,7 +159,7 @@ def run_config_parameters(known) -> list[str]:
     for module, path in sorted(known.items()):
         if layer(module) >= 4:
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             args = node.args
@@ -194,5 +200,6 @@ def test_the_scan_sees_imports_inside_functions(tmp_path):
     """The scanner's own check: an import inside a function is found, with its line."""
     source = tmp_path / "m.py"
     source.write_text("import os\n\ndef f():\n    from echo_lib.config import RunConfig\n")
+    _tree.cache_clear()
     known = {"echo_lib.x.m": source, "echo_lib.config": source}
     assert imports("echo_lib.x.m", source, known) == [(4, "echo_lib.config")]
