@@ -1,7 +1,13 @@
 """Run configuration: load YAML, validate against config/schema.yaml, build typed dataclasses.
 
-The schema is the one source of truth for defaults and documentation; the dataclasses below only
-give the validated values names and types. A wrong key or value fails at once with a message that
+Each default is written once. Where a key is read by a dataclass field that has a default (the sections'
+params classes: echo_lib/*/params.py, echo_lib.llm.settings.LLMSettings, ModelSpec's optional keys), the
+dataclass holds it, as TRL's GRPOConfig does, so `SandboxRunParams()` in a test samples like a run; the
+schema keeps the key's type, range, enum and description. The schema's own `default:` is left only for
+keys no such field covers (the top-level keys and sections, the data, smoke_chat, roles, sandbox, empa,
+published and resources blocks, models' other keys). load_schema puts the dataclasses' defaults into the
+schema it returns, so validation fills, and config/README.md shows, every default from where it lives
+(tests/test_defaults_once.py: no key has both). A wrong key or value fails at once with a message that
 names the key, the value and what is allowed.
 """
 from __future__ import annotations
@@ -11,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,8 +137,82 @@ class RunConfig:
 # Loading and validation
 
 
-def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+def load_schema(defaults: bool = True) -> dict:
+    """The run config's schema, with every key's default in place: config/schema.yaml's own (for keys no
+    dataclass field with a default covers) and those of the dataclasses that read the config (RunConfig's
+    tree; put_dataclass_defaults). `defaults=False`: the file as written."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    if defaults:
+        put_dataclass_defaults(schema)
+    return schema
+
+
+def put_dataclass_defaults(schema: dict, cls: type | None = None) -> list[str]:
+    """Write into `schema` (in place) the default of every key that a dataclass field with a default reads:
+    a section's defaults live once, in its dataclass (echo_lib/*/params.py, ...), as plain JSON data (a
+    tuple as a list, a nested dataclass as `default: {}` with its own values as its keys' defaults, so a
+    field's default_factory instance, e.g. SandboxRunParams.actor, gives the keys below it). Keys whose field
+    has no default keep the schema's `default:` (top-level sections, map entries such as resources.<name>).
+    Returns the keys (dotted; `<name>` for a map's entries) whose default the schema also wrote, where the
+    dataclass's wins; tests/test_defaults_once.py keeps that list empty."""
+    both: list[str] = []
+    _put_defaults(schema, RunConfig if cls is None else cls, None, "", both)
+    return both
+
+
+def _put_defaults(node: dict, cls: type, instance: Any, path: str, both: list[str]) -> None:
+    """`node`'s keys read by dataclass `cls`: their defaults from `instance` (a default value of the whole
+    node) or else from `cls`'s field defaults."""
+    props = node.get("properties") or {}
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        sub = props.get(field.name)
+        if sub is None:   # a field the config does not set (RunConfig.raw, ModelSpec.name)
+            continue
+        key = f"{path}{field.name}"
+        if instance is not None:
+            has, value = True, getattr(instance, field.name)
+        elif field.default is not dataclasses.MISSING:
+            has, value = True, field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            has, value = True, field.default_factory()
+        else:
+            has, value = False, None
+        if has:
+            if "default" in sub:
+                both.append(key)
+            if dataclasses.is_dataclass(value):
+                sub["default"] = {}
+                _put_defaults(sub, type(value), value, f"{key}.", both)
+            else:
+                sub["default"] = _as_json(value)
+            continue
+        tp = _without_none(hints[field.name])
+        if dataclasses.is_dataclass(tp):
+            _put_defaults(sub, tp, None, f"{key}.", both)
+        elif typing.get_origin(tp) is dict and isinstance(sub.get("additionalProperties"), dict):
+            item = typing.get_args(tp)[1]
+            if dataclasses.is_dataclass(item):
+                _put_defaults(sub["additionalProperties"], item, None, f"{key}.<name>.", both)
+
+
+def _without_none(tp: Any) -> Any:
+    """X for `X | None`; anything else as it is."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return tp
+
+
+def _as_json(value: Any) -> Any:
+    """A dataclass default as the config holds it: dataclasses as dicts, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _as_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    return value
 
 
 def read_yaml(path: str | Path) -> dict:
@@ -203,7 +284,8 @@ def config_hash(raw: Mapping[str, Any]) -> str:
 
 
 def fill_defaults(instance: Any, schema: dict) -> Any:
-    """Recursively insert schema defaults for missing keys (objects and maps of objects)."""
+    """Recursively insert the defaults of `schema` for missing keys (objects and maps of objects); given
+    load_schema()'s schema, the dataclasses' defaults and the schema file's own."""
     if not isinstance(instance, dict) or schema.get("type") != "object":
         return instance
     for key, sub in schema.get("properties", {}).items():

@@ -1,6 +1,8 @@
 """config/README.md from config/schema.yaml: one section per top-level key, with its description and a
 table of its keys (dotted paths; `<name>` stands for a name the user chooses), their defaults and
-descriptions. tests/test_conventions.py checks that the committed file equals `render(schema)`.
+descriptions. The defaults are where they live (echo_lib.config.load_schema): a dataclass field's in its
+dataclass (echo_lib/*/params.py, ...), the others in the schema. tests/test_conventions.py checks that the
+committed file equals `render(load_schema())`.
 
 Regenerate:  python -m echo_lib.config_docs > config/README.md
 """
@@ -8,11 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import yaml
 
-SCHEMA = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
 COMMAND = "python -m echo_lib.config_docs > config/README.md"
 NO_DEFAULT = "(required)"
 
@@ -52,12 +52,14 @@ def render(schema: dict) -> str:
     out = [
         "# The run configuration",
         "",
-        f"<!-- Generated from config/schema.yaml by echo_lib/config_docs.py; do not edit by hand. Regenerate: `{COMMAND}` -->",
+        f"<!-- Generated from config/schema.yaml and the config's dataclasses by echo_lib/config_docs.py; do not edit by hand. Regenerate: `{COMMAND}` -->",
         "",
         "A run is configured by one YAML file (`config/default.yaml`: tiny scale; `config/ci.yaml`: the smallest"
         " end-to-end run; `config/paper.yaml`: paper scale), given to Snakemake with `--configfile` and checked"
         " against `config/schema.yaml` before the DAG is built. Every key has a default; unknown keys are"
-        " rejected with a message naming them. Below, one section per top-level key.",
+        " rejected with a message naming them. Each default is written once: where a key is a field of the"
+        " dataclass that reads its section (`echo_lib/*/params.py`, `echo_lib/llm/settings.py`, `ModelSpec`) and"
+        " that field has a default, there; otherwise in the schema. Below, one section per top-level key.",
         "",
     ]
     for name, node in schema.get("properties", {}).items():
@@ -77,8 +79,8 @@ def render(schema: dict) -> str:
 
 
 def main() -> None:
-    schema = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
-    sys.stdout.write(render(schema))
+    from echo_lib.config import load_schema   # the schema with every default in it, the dataclasses' too
+    sys.stdout.write(render(load_schema()))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 METHOD.md 5.5, 6.4-6.9. The defaults reproduce the 480 published EMPA runs and the leaderboard
 (alpha 0.10 and min_turns 12 as the runs were made, not the EMPA README's 0.05 / 15). The run config
-carries these under `epm:` (config/schema.yaml); this module does not import echo_lib.config, so the
-EPM can be used without a run config (e.g. by the `echo-epmq` command).
+carries these under `epm:` with these defaults (config/schema.yaml documents each key and takes its
+default from here); this module does not import echo_lib.config, so the EPM can be used without a run
+config (e.g. by the `echo-epmq` command).
 """
 from __future__ import annotations
 

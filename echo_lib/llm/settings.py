@@ -1,7 +1,8 @@
 """Settings of the model layer (the `llm:` block of a run config).
 
 Kept apart from echo_lib.config (which imports it) so that neither import needs the other's module
-to be finished. The schema (config/schema.yaml, `llm:`) holds the defaults and documents every key.
+to be finished. The defaults below are the run's, written only here; the schema (config/schema.yaml,
+`llm:`) documents every key and takes its default from this class.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """PolicyParams: every setting of stage 03, the affective RL of the policy (METHOD.md 4).
 
-The run config carries these under `policy:` (config/schema.yaml documents each key and holds the
-defaults, which are the tiny CPU scale). The paper-scale values of METHOD.md 4.2 [DEFAULT] are noted
-beside each field. This module does not import echo_lib.config, so the RL code runs without a run
-config (e.g. in tests).
+The run config carries these under `policy:`. The defaults below are the run's, written only here
+(config/schema.yaml documents each key and takes its default from this module): the tiny CPU scale. The
+paper-scale values of METHOD.md 4.2 [DEFAULT] are noted beside each field. This module does not import
+echo_lib.config, so the RL code runs without a run config (e.g. in tests).
 """
 from __future__ import annotations
 

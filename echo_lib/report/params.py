@@ -1,7 +1,7 @@
 """PaperParams: the settings of stage 07, the paper's tables, figures and claims (METHOD.md 7.3, 8).
 
-The run config carries these under `paper:` (config/schema.yaml documents each key). This module does
-not import echo_lib.config.
+The run config carries these under `paper:` with these defaults (config/schema.yaml documents each key
+and takes its default from here). This module does not import echo_lib.config.
 """
 from __future__ import annotations
 

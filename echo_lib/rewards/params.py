@@ -1,9 +1,10 @@
 """RewardModelParams: every setting of stage 02 (training and evaluating the generative reward models).
 
-The run config carries these under `reward_models:` (config/schema.yaml documents each key and holds
-the defaults, which are the tiny CPU scale). Paper-scale values come from METHOD.md 3.4 [DEFAULT]
-(group size 8, lr 1e-6, KL 0.001, process weight 0.3). This module does not import echo_lib.config,
-so the reward models can be used without a run config (e.g. in tests).
+The run config carries these under `reward_models:`. The defaults below are the run's, written only
+here (config/schema.yaml documents each key and takes its default from this module): the tiny CPU
+scale. Paper-scale values come from METHOD.md 3.4 [DEFAULT] (group size 8, lr 1e-6, KL 0.001, process
+weight 0.3). This module does not import echo_lib.config, so the reward models can be used without a
+run config (e.g. in tests).
 """
 from __future__ import annotations
 

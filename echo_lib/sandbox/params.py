@@ -1,11 +1,11 @@
 """SandboxRunParams: every setting of the sandbox loop (stage 04) that is not an EPM constant.
 
-The run config carries these under `sandbox_run:` (config/schema.yaml documents each key and holds the
-defaults, which are the tiny CPU scale: a few turns, short replies). The published EMPA values are
-noted beside each field (METHOD.md 5.2-5.5). The EPM constants (K, alpha, detectors) stay in `epm:`;
-`max_turns` / `min_turns` here override `epm.max_turns` / `epm.min_turns` so the tiny scale can be short
-while `epm:` keeps the published values. This module does not import echo_lib.config, so the sandbox
-can run without a run config (e.g. in tests).
+The run config carries these under `sandbox_run:`. The defaults below are the run's, written only here
+(config/schema.yaml documents each key and takes its default from this module): the tiny CPU scale, a few
+turns, short replies. The published EMPA values are noted beside each field (METHOD.md 5.2-5.5). The EPM
+constants (K, alpha, detectors) stay in `epm:`; `max_turns` / `min_turns` here override `epm.max_turns` /
+`epm.min_turns` so the tiny scale can be short while `epm:` keeps the published values. This module does
+not import echo_lib.config, so the sandbox can run without a run config (e.g. in tests).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ HISTORY_FORMATS = ("transcript", "chat")
 class ReplySampling:
     """Sampling of one speaking role (the Actor or the model under test)."""
     temperature: float = 0.7
-    top_p: float = 0.8
+    top_p: float = 0.8             # the tested model's (published 0.8); the Actor's is 0.95, SandboxRunParams.actor
     max_new_tokens: int = 48
-    presence_penalty: float = 0.0  # published for the tested model: 1.5 (the schema's default there)
+    presence_penalty: float = 0.0  # the Actor's (not published); the tested model's is 1.5, SandboxRunParams.test_model
     top_k: int = 0
 
     def with_seed(self, seed: int):
@@ -57,8 +57,14 @@ class SandboxRunParams:
     history_turns: int = 0         # turns of history shown in prompts (0 = all, as published)
     test_history: str = "transcript"   # transcript: history as lines in one user message (as published); chat
     companion_prompt: str | None = None  # None = the built-in paraphrase of METHOD 5.3
-    test_model: ReplySampling = field(default_factory=ReplySampling)    # published (Table 7): 0.7 / 0.8 / 8192
-    actor: ReplySampling = field(default_factory=lambda: ReplySampling(top_p=0.95))  # published max 2,500
+    # The tested model samples as published (EMPA Table 7: temperature 0.7, top-p 0.8, presence penalty 1.5;
+    # max tokens 8192, here 48 for the tiny scale). Presence penalty 1.5 is what every run has used (the
+    # schema held it; this field said 0.0 until issue 35): kept, so the tiny run's numbers stay, and a
+    # SandboxRunParams() built in a test or benchmark samples like a run.
+    test_model: ReplySampling = field(default_factory=lambda: ReplySampling(presence_penalty=1.5))
+    # The Actor (EMPA: Gemini 2.5 Pro at its default sampling, max 2,500 tokens): top-p 0.95, the value every run
+    # has used (schema and this field agreed); ReplySampling's own 0.8 is the tested model's.
+    actor: ReplySampling = field(default_factory=lambda: ReplySampling(top_p=0.95))
     judge: JudgeParams = field(default_factory=JudgeParams)
     director: DirectorParams = field(default_factory=DirectorParams)
     # stage 04 fails (after writing what it has) when more than this share of the cases failed, or all of
