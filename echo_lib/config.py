@@ -32,6 +32,7 @@ from echo_lib.empa_source import EmpaParams
 from echo_lib.epm.params import EPMParams
 from echo_lib.llm.registry import ModelSpec   # noqa: F401  (re-exported: the model layer's own type)
 from echo_lib.llm.settings import LLMSettings
+from echo_lib.layout import Layout
 from echo_lib.paths import project_root
 from echo_lib.provenance import RunRecord
 from echo_lib.judges.params import JudgeSensitivityParams
@@ -390,8 +391,8 @@ def _explain(err: jsonschema.ValidationError) -> str:
 def policy_weights_dir(cfg: Mapping[str, Any], variant: str) -> str:
     """Where stage 03 writes a variant's weights (the file contract): policy/<variant>/adapter/, its LoRA
     adapter, or policy/<variant>/model/, the whole model, with policy.finetune full."""
-    folder = "model" if cfg["policy"]["finetune"] == "full" else "adapter"
-    return f"{cfg['results_dir']}/{cfg['run_name']}/policy/{variant}/{folder}"
+    layout = Layout.of(cfg["results_dir"], cfg["run_name"])
+    return str(layout.policy(variant).weights(full=cfg["policy"]["finetune"] == "full"))
 
 
 def _add_policy_models(cfg: dict) -> list[str]:
@@ -416,12 +417,12 @@ def _add_policy_models(cfg: dict) -> list[str]:
 
 def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
     """Where rule judges writes the tiny judge's LoRA adapter (judges/adapter/, judges.train.method sft)."""
-    return f"{cfg['results_dir']}/{cfg['run_name']}/judges/adapter"
+    return str(Layout.of(cfg["results_dir"], cfg["run_name"]).judges.adapter)
 
 
 def judge_readout_dir(cfg: Mapping[str, Any]) -> str:
     """Where rule judges writes the tiny judge's read-out heads (judges/readout/, judges.train.method readout)."""
-    return f"{cfg['results_dir']}/{cfg['run_name']}/judges/readout"
+    return str(Layout.of(cfg["results_dir"], cfg["run_name"]).judges.readout)
 
 
 def _add_trained_judge(cfg: dict) -> list[str]:

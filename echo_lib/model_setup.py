@@ -12,7 +12,7 @@ from pathlib import Path
 
 from echo_lib.config import ModelSpec, RunConfig
 from echo_lib.embedded import check_pin, prepare_embedded, recorded_sha256
-from echo_lib.llm.registry import weights_path as llm_weights_path
+from echo_lib.llm.registry import weights_path
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,6 @@ class ResolvedModel:
     wheel_sha256: str | None = None
 
 
-def weights_path(cfg: RunConfig, spec: ModelSpec) -> str:
-    """What `from_pretrained` should load for an hf-backend model of the run (echo_lib.llm.weights_path in
-    the run's models_dir; kept with this signature for echo_lib.upstream)."""
-    return llm_weights_path(spec, cfg.models_dir)
-
-
 def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=print) -> ResolvedModel:
     """Prepare one model (or, with dry_run, only say what would be done: nothing is downloaded)."""
     def result(location: str, status: str, sha: str | None = None) -> ResolvedModel:
@@ -39,7 +33,7 @@ def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=pr
 
     if spec.source == "embedded":
         emb = cfg.embedded[spec.id]
-        target = Path(llm_weights_path(spec, cfg.models_dir))
+        target = Path(weights_path(spec, cfg.models_dir))
         if dry_run:
             return result(str(target), "reused" if recorded_sha256(target) == emb.sha256 else "planned")
         was_there = recorded_sha256(target) == emb.sha256

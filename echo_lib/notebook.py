@@ -32,13 +32,18 @@ from echo_lib.paths import enter_project_root, project_root
 KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 
-def start(config: Mapping[str, Any] | str | Path, **overrides: Any) -> RunConfig:
-    """First call of every notebook: work from the project root, load the config, seed everything."""
+def start(config: Mapping[str, Any] | str | Path, stage: str | None = None, **overrides: Any) -> RunConfig:
+    """First call of every notebook: work from the project root, load the config, seed everything. With
+    `stage`, the config answers only what that stage's entry of the stage table reads (stages.StageConfig):
+    a read it does not declare is an error, so its rule's params, which re-run it, stay what it reads."""
     enter_project_root()
     cfg = load_config(config, **overrides) if overrides else load_config(config)
     seed_everything(cfg.seed)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", force=True)
-    return cfg
+    if stage is None:
+        return cfg
+    from echo_lib.stages import StageConfig
+    return StageConfig(cfg, stage)
 
 
 def seed_everything(seed: int) -> None:

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from echo_lib.layout import Layout
+
 PATHS = ("qlora_rm", "qlora_policy", "bf16_policy", "vllm_server", "vllm_rollouts")
 RM_KINDS = ("empathy", "humanlike")    # the reward models the echo variant asks (policy.rewards.ROUTES)
 VARIANT = "echo"
@@ -146,7 +148,7 @@ def write_smoke_data(run_dir: str | Path) -> dict[str, int]:
     counts = {}
     for kind, rows in (("empathy", empathy), ("humanlike", humanlike)):
         for split in ("train", "test"):
-            path = Path(run_dir) / "data" / kind / f"{split}.jsonl"
+            path = Layout(run_dir).data(kind, split)
             write_jsonl(path, [{**r, "id": f"{r['id']}-{split}"} for r in rows])
             counts[f"{kind}/{split}"] = len(rows)
     return counts
@@ -343,7 +345,7 @@ class Smoke:
         from echo_lib.rewards.stage import rm_paths
         if self.rm_run is not None:
             for kind in RM_KINDS:
-                shutil.copytree(self.rm_run / "rm" / kind / "adapter", rm_paths(cfg, kind).adapter)
+                shutil.copytree(Layout(self.rm_run).rm(kind).adapter, rm_paths(cfg, kind).adapter)
             return "qlora_rm's"
         untrained_adapters(self.weights(), cfg.reward_models, [rm_paths(cfg, k).adapter for k in RM_KINDS])
         return "untrained (qlora_rm did not run)"

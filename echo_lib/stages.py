@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
-from echo_lib.layout import DATA_KINDS, SPLITS, Layout, lora_files
+from echo_lib.layout import SPLITS, Layout, lora_files
 
 RM_KINDS = ("humanlike", "empathy", "scalar")   # scalar: the 1-10, no-anchor variant for the RL ablation
-# Read by every stage: the run's identity (where its files go, how it is labelled) and the seed
-RUN_KEYS = ("run_name", "scale", "results_dir", "models_dir", "notebooks_dir", "seed")
 # What loading a model reads: the roles that name it, its spec and the model layer's settings
 MODEL_SECTIONS = ("models", "llm", "roles")
 
@@ -72,6 +71,10 @@ class DagShape:
 
 
 Files = dict[str, "Path | str | list"]
+# Inputs that order a stage after another but that a notebook run by hand can do without: stage 00's manifest
+# (the model files themselves are checked, upstream.missing_model_files) and the judges' sensitivity record,
+# which stages 04 and 06 show as "not measured" when it is missing. Named so in every stage's inputs.
+ORDER_ONLY = frozenset({"manifest", "judges"})
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,7 @@ def _nee_files(s: DagShape, _):
 def paper_inputs(s: DagShape) -> dict[str, list[Path]]:
     """Every stage output the paper reads (notebook 07 fails on any that is missing)."""
     L = s.layout
-    return {"judges": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.agreement],
+    return {"sensitivity": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.agreement],
             "rm": [L.rm(k).metrics for k in RM_KINDS],
             "policy": [f for v in s.variants for f in (L.policy(v).train_log, L.policy(v).winrate)]}
 
@@ -211,8 +214,12 @@ def _stage(name, notebook, reads, files, **more) -> Stage:
 NEE_ASKING = ("nee.prompt_variants", "nee.mode", "nee.retries", "nee.temperature", "nee.json_max_new_tokens",
               "nee.blind_terms")   # how an NEE judge is asked (nee.panel.Asker): what the sensitivity check reads of nee
 
+# notebook 05, on this run's sandbox results or on EMPA's published runs (whose note it prints by hand)
+EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "policy.variants", "roles.policy")
+
 STAGES: dict[str, Stage] = {s.name: s for s in (
-    _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm"), _models_files),
+    # stage 00 prepares every model but the RL variants (stage 03 makes them)
+    _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm", "policy.variants"), _models_files),
     _stage("data", "01_data_synthesis", ("data", *MODEL_SECTIONS), _data_files, loads=("policy",)),
     _stage("controls", "02_controls", ("controls", "reward_models", *MODEL_SECTIONS), _controls_files,
            loads=("policy", "reward_model")),
@@ -226,10 +233,9 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
            _policy_files, loads=("policy", "judge"), wildcard="variant"),
     _stage("sandbox", "04_sandbox", ("sandbox", "sandbox_run", "epm", "empa", *MODEL_SECTIONS), _sandbox_files,
            loads=("policy", "judge", "actor", "director"), wildcard="model"),
-    _stage("epm", "05_epm_analysis", ("epm", "empa", "sandbox.empa_dir", "policy.variants", "roles.policy"),
-           _epm_files),
-    _stage("epm_published", "05_epm_analysis", ("epm", "published", "empa"), _epm_published_files,
-           resources="epm", executed="05_epm_published"),
+    _stage("epm", "05_epm_analysis", EPM_READS, _epm_files),
+    _stage("epm_published", "05_epm_analysis", EPM_READS, _epm_published_files, resources="epm",
+           executed="05_epm_published"),
     _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
     _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "roles", "models", "scale"),
            _paper_files),
@@ -287,3 +293,104 @@ def stage_params(config: dict, name: str) -> dict:
         else:
             params[section] = value
     return params
+
+
+# ---- the run config as one stage sees it ----------------------------------------------------------------
+
+# What every stage may read of a RunConfig: the run's identity and folders, the seed, the provenance record
+IDENTITY = frozenset({"run_name", "scale", "seed", "results_dir", "models_dir", "run_dir", "raw", "hash", "record",
+                      "resources", "resources_for"})
+
+
+def whole(cfg: Any) -> Any:
+    """The whole RunConfig behind a stage's view of it (or the config itself): for the DAG's own machinery,
+    the upstream check, which reads what shapes the DAG rather than what the stage computes with."""
+    return cfg.whole if isinstance(cfg, StageConfig) else cfg
+
+
+class UndeclaredRead(LookupError):
+    """A stage read a config key that its entry of the stage table does not list. Not an AttributeError: a
+    `getattr(cfg, key, default)` must not quietly take the default."""
+
+
+def _undeclared(stage_name: str, key: str) -> UndeclaredRead:
+    return UndeclaredRead(
+        f"stage {stage_name} reads config key {key!r}, which its entry in echo_lib/stages.py (Stage.reads) does not "
+        f"list; add {key!r} there, so that its rule re-runs when the key changes")
+
+
+class SectionView:
+    """One config section of which a stage reads only some keys (Stage.reads "section.key")."""
+    __slots__ = ("_section", "_name", "_keys", "_stage")
+
+    def __init__(self, section: Any, name: str, keys: frozenset[str], stage_name: str):
+        object.__setattr__(self, "_section", section)
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_keys", keys)
+        object.__setattr__(self, "_stage", stage_name)
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):   # copy, pickle and IPython's display probe such names
+            raise AttributeError(key)
+        if key not in self._keys:
+            raise _undeclared(self._stage, f"{self._name}.{key}")
+        return getattr(self._section, key)
+
+    def __repr__(self) -> str:
+        return f"SectionView({self._name}: {', '.join(sorted(self._keys))} of stage {self._stage})"
+
+
+class StageConfig:
+    """A RunConfig that answers only what `stage` declares it reads (and the run's identity, IDENTITY): reading
+    anything else raises UndeclaredRead, which names the stage table. Every stage notebook gets its config so
+    (`echo_lib.notebook.start(config, stage=...)`), so the ci DAG run checks the table's `reads` against the code."""
+    __slots__ = ("_cfg", "_stage", "_reads")
+
+    def __init__(self, cfg: Any, stage_name: str):
+        reads: dict[str, set[str] | None] = {}
+        for key in stage(stage_name).reads:
+            section, _, sub = key.partition(".")
+            if not sub:
+                reads[section] = None
+            elif reads.get(section, set()) is not None:
+                reads.setdefault(section, set()).add(sub)
+        object.__setattr__(self, "_cfg", cfg)
+        object.__setattr__(self, "_stage", stage_name)
+        object.__setattr__(self, "_reads", reads)
+
+    @property
+    def stage(self) -> Stage:
+        return stage(self._stage)
+
+    @property
+    def layout(self) -> Layout:
+        """Where the run's files are (echo_lib.layout)."""
+        return Layout(self._cfg.run_dir)
+
+    @property
+    def registry(self):
+        """The models of the run (echo_lib.models.registry): what the stage loads its models from."""
+        from echo_lib.models import registry
+        return registry(self)
+
+    @property
+    def whole(self) -> Any:
+        """The whole RunConfig, for what hands the run on (an `accelerate launch` of the stage writes it)."""
+        return self._cfg
+
+    def __getattr__(self, key: str) -> Any:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        if key in IDENTITY:
+            return getattr(self._cfg, key)
+        if key not in self._reads:
+            raise _undeclared(self._stage, key)
+        keys = self._reads[key]
+        value = getattr(self._cfg, key)
+        return value if keys is None else SectionView(value, key, frozenset(keys), self._stage)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        raise AttributeError("a stage's run config is read-only")
+
+    def __repr__(self) -> str:
+        return f"StageConfig(stage {self._stage} of run {self._cfg.run_name!r})"

@@ -15,14 +15,17 @@ from echo_lib.layout import Layout
 from echo_lib import stages
 
 
-def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: str = "") -> list[Path]:
+def stage_inputs(cfg, stage: str, *, kind: str = "", variant: str = "", model: str = "",
+                 required: bool = False) -> list[Path]:
     """The files that `stage` reads (kind / variant / model: its wildcard): the stage table's inputs, exactly
-    what the Snakefile's rule for it declares."""
-    s = stages.stage(stage)
+    what the Snakefile's rule for it declares; `required`: without those a notebook run by hand can do
+    without (stages.ORDER_ONLY)."""
+    cfg, s = stages.whole(cfg), stages.stage(stage)
     value = {"kind": kind, "variant": variant, "model": model}.get(s.wildcard or "", "")
     if s.wildcard == "kind" and kind not in stages.RM_KINDS:
         raise ValueError(f"kind {kind!r} is not one of {', '.join(stages.RM_KINDS)}")
-    return stages.flat(s.inputs(stages.DagShape.of(cfg), value))
+    inputs = s.inputs(stages.DagShape.of(cfg), value)
+    return stages.flat({k: v for k, v in inputs.items() if not (required and k in stages.ORDER_ONLY)})
 
 
 def sandbox_dirs(cfg) -> list[Path]:
@@ -49,10 +52,13 @@ def stage_models(cfg, stage: str, model: str = "") -> list[str]:
     """The models a stage loads (the stage table's roles, and the sandbox's model under test), whose local
     files must exist before it runs. The EPM analysis and the paper load none: a run copied without its
     checkpoints still gives its paper."""
-    names = []
+    cfg, names = stages.whole(cfg), []
     for role in stages.stage(stage).loads:
         named = getattr(cfg.roles, role)
         names += list(named) if isinstance(named, list) else [named]
+    if stage == "judges" and cfg.judges.train.enabled:   # it trains the tiny judge on its base first
+        from echo_lib.judges.params import TRAINED_JUDGE
+        names = [cfg.judges.train.base, *(n for n in names if n != TRAINED_JUDGE)]
     return names + ([model] if stage == "sandbox" and model else [])
 
 
@@ -60,15 +66,16 @@ def missing_model_files(cfg, names) -> dict[Path, Path]:
     """{missing path: the target that makes it} for the local files of these models: an embedded
     checkpoint (stage 00), a policy adapter (stage 03), the trained judge's heads or adapter (rule judges)."""
     from echo_lib.judges.params import TRAINED_JUDGE
-    from echo_lib.model_setup import weights_path
-    layout = Layout(cfg.run_dir)
+    from echo_lib.llm.registry import weights_path
+    cfg, layout = stages.whole(cfg), Layout(cfg.run_dir)
     out = {}
     for name in dict.fromkeys(n for n in names if n in cfg.models):
         spec = cfg.models[name]
         if spec.backend != "hf":
             continue
-        if spec.source == "embedded" and not Path(weights_path(cfg, spec)).is_dir():
-            out[Path(weights_path(cfg, spec))] = layout.models.manifest
+        weights = Path(weights_path(spec, cfg.models_dir)) if spec.source == "embedded" else None
+        if weights is not None and not weights.is_dir():
+            out[weights] = layout.models.manifest
         for part in (spec.adapter, spec.readout):   # rule judges makes the trained judge's; a policy adapter is its rule's output
             if part and not Path(part).exists():
                 out[Path(part)] = layout.judges.record if name == TRAINED_JUDGE else Path(part)
@@ -77,7 +84,8 @@ def missing_model_files(cfg, names) -> dict[Path, Path]:
 
 def require(cfg, stage: str, **which: str) -> None:
     """Raise FileNotFoundError naming the missing inputs of `stage` and the command that makes them."""
-    missing = {p: p for p in stage_inputs(cfg, stage, **which) if not p.exists()}
+    cfg = stages.whole(cfg)   # the check reads what decides the DAG, not only what the stage reads
+    missing = {p: p for p in stage_inputs(cfg, stage, **which, required=True) if not p.exists()}
     missing |= missing_model_files(cfg, stage_models(cfg, stage, which.get("model", "")))
     if not missing:
         return

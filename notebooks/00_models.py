@@ -41,7 +41,7 @@ reply_path = ""                        # empty: <run_dir>/models/smoke_chat.md
 # %%
 from echo_lib.notebook import start
 
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="models")
 print(f"run {cfg.run_name!r} at the {cfg.scale} scale, config hash {cfg.hash}")
 
 # %% [markdown]
@@ -61,7 +61,7 @@ manifest = prepare_models(cfg, dry_run=dry_run)
 pd.DataFrame(manifest.values()).set_index("name")
 
 # %%
-manifest_file = manifest_path or cfg.run_dir / "models" / "manifest.json"
+manifest_file = manifest_path or cfg.layout.models.manifest
 write_json(manifest_file, {"models": manifest, "dry_run": dry_run, "provenance": provenance(cfg.record)})
 print(f"manifest written to {manifest_file}")
 
@@ -83,5 +83,5 @@ else:
     reply = smoke_chat_reply(cfg)
 transcript = f"user > {chat.message}\n{chat.model} ({cfg.models[chat.model].id}) > {reply}\n"
 print(transcript)
-reply_file = Path(reply_path or cfg.run_dir / "models" / "smoke_chat.md")
+reply_file = Path(reply_path or cfg.layout.models.smoke_reply)
 reply_file.write_text(transcript)

@@ -64,7 +64,7 @@ config = {}                            # Snakemake passes the validated run conf
 from echo_lib.notebook import start
 from echo_lib.upstream import require
 
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="data")
 require(cfg, "data")   # stage 00's model; a missing file names the snakemake command
 print(f"run {cfg.run_name!r}: generator {cfg.roles.policy!r}, rubric judge {cfg.roles.judge!r}")
 

@@ -38,7 +38,7 @@ config = {}                            # Snakemake passes the validated run conf
 from echo_lib.notebook import start
 from echo_lib.upstream import require
 
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="controls")
 require(cfg, "controls")   # stage 00's model; a missing file names the snakemake command
 
 # %%

@@ -73,7 +73,7 @@ kind = "empathy"                       # empathy | humanlike | scalar
 from echo_lib.notebook import start
 from echo_lib.upstream import require
 
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="reward_models")
 require(cfg, "reward_models", kind=kind)   # stage 01's data; a missing file names the snakemake command
 
 # %%

@@ -54,7 +54,7 @@ from echo_lib.notebook import start
 from echo_lib.upstream import require
 
 started = time.perf_counter()   # the stage's own time, a target of the tiny scale (<= 10 min per variant)
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="policy")
 require(cfg, "policy", variant=variant)   # stage 02's reward models; a missing file names the snakemake command
 
 # %%

@@ -43,7 +43,7 @@ config = {}                            # Snakemake passes the validated run conf
 from echo_lib.notebook import start
 from echo_lib.upstream import require
 
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="judges")
 require(cfg, "judges")   # stage 00's model; a missing file names the snakemake command
 
 # %%
@@ -98,7 +98,7 @@ print(stage.verdict_lines(record))
 
 # %%
 fig = stage.sensitivity_figure(record)
-fig.savefig(stage.sensitivity_dir(cfg) / "sensitivity.png", dpi=150, bbox_inches="tight")
+fig.savefig(cfg.layout.judges.figure, dpi=150, bbox_inches="tight")
 
 # %% [markdown]
 # ## By failure kind and axis

@@ -53,7 +53,7 @@ model = "base"                         # which model of the config is under test
 # %%
 from echo_lib.notebook import start
 from echo_lib.upstream import require
-cfg = start(config or config_path)
+cfg = start(config or config_path, stage="sandbox")
 require(cfg, "sandbox", model=model)   # the judge's check (and a policy's adapter); a missing file names the command
 
 # %%

@@ -50,7 +50,7 @@ case_meta_source = "scenario"          # EMPA need priorities: scenario reads th
 # %%
 from echo_lib.notebook import start
 from echo_lib.upstream import published_note, require, sandbox_dirs
-cfg = start(config or config_path)     # chdir to project root, validate config, seed
+cfg = start(config or config_path, stage="epm")     # chdir to project root, validate config, seed
 if not result_dirs:   # by hand: this run's sandbox results, the folders the DAG's rule epm passes
     require(cfg, "epm")   # stage 04's summaries; a missing file names the snakemake command
     result_dirs = sandbox_dirs(cfg)
@@ -70,7 +70,7 @@ from echo_lib.report import epm_figures as figs
 empa = configured_layout(cfg.sandbox.empa_dir, cfg.empa)   # None until the DAG's rule `empa` has fetched it
 empa_dir = empa.root if empa else None
 dirs = [Path(d) for d in result_dirs]
-out = Path(out_dir or cfg.run_dir / "epm")
+out = Path(out_dir or cfg.layout.epm.dir)
 print("scoring:", ", ".join(map(str, dirs)), "->", out)
 print("EPM parameters:", cfg.epm)
 

@@ -49,7 +49,7 @@ out_dir = ""                           # empty: <run_dir>/nee
 # %%
 from echo_lib.notebook import start
 from echo_lib.upstream import require
-cfg = start(config or config_path)     # chdir to project root, validate config, seed
+cfg = start(config or config_path, stage="nee")     # chdir to project root, validate config, seed
 require(cfg, "nee")   # stages 04-05 and the judge check; a missing file names the snakemake command
 
 # %%

@@ -43,7 +43,7 @@ published_summary = ""                 # stage 05 on EMPA published runs; empty:
 # %%
 from echo_lib.notebook import start
 from echo_lib.upstream import require
-cfg = start(config or config_path)     # chdir to project root, validate config, seed
+cfg = start(config or config_path, stage="paper")     # chdir to project root, validate config, seed
 require(cfg, "paper")   # every stage the paper reads; a missing file names the snakemake command
 
 # %%
@@ -59,10 +59,11 @@ from echo_lib.report.latex import OVERFULL_TOLERANCE_PT, build_pdf, copy_sources
 from echo_lib.report.params import paper_dir as default_paper_dir
 from echo_lib.report.tables import write_macros, write_table
 
-run = cfg.run_dir
+layout = cfg.layout   # where every stage's files are (echo_lib/layout.py)
 out = Path(paper_dir or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_name))
 tables, figures = out / "tables", out / "figures"
-RM_KINDS = ["humanlike", "empathy", "scalar"]
+from echo_lib.stages import RM_KINDS
+
 record = provenance(cfg.record, stage="07_paper")   # before this stage writes anything: the commit it ran from
 print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
@@ -73,7 +74,7 @@ print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 # length rule, the target, and the NEE panel's agreement and position bias.
 
 # %%
-sensitivity = paper_tables.judge_sensitivity(inputs.read_json(run / "judges" / "sensitivity.json"))
+sensitivity = paper_tables.judge_sensitivity(inputs.read_json(layout.judges.record))
 write_table(sensitivity, tables, "judge_sensitivity", wrap_headers=True)
 sensitivity
 
@@ -85,14 +86,14 @@ sensitivity
 # ($0.5\cdot\min(\text{EPM-Q},100) + 0.5\cdot\text{NEE}$, METHOD.md 7.3), not the paper's unknown formula.
 
 # %%
-epm = inputs.read_csv(run / "epm" / "summary.csv", inputs.EPM_SUMMARY)
-per_case = inputs.read_csv(run / "epm" / "per_case.csv", inputs.EPM_PER_CASE)
-nee = inputs.read_csv(run / "nee" / "summary.csv", inputs.NEE_SUMMARY)
-alpha = inputs.agreement_alpha(run / "nee" / "agreement.json")
-intervals = inputs.read_csv(run / "epm" / "intervals.csv", inputs.EPM_INTERVALS)
+epm = inputs.read_csv(layout.epm.summary, inputs.EPM_SUMMARY)
+per_case = inputs.read_csv(layout.epm.per_case, inputs.EPM_PER_CASE)
+nee = inputs.read_csv(layout.nee.summary, inputs.NEE_SUMMARY)
+alpha = inputs.agreement_alpha(layout.nee.agreement)
+intervals = inputs.read_csv(layout.epm.intervals, inputs.EPM_INTERVALS)
 main = paper_tables.main_results(epm, nee, intervals)
 write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format}, wrap_headers=True)
-differences = paper_tables.sandbox_differences(inputs.read_csv(run / "epm" / "paired.csv", inputs.EPM_PAIRED))
+differences = paper_tables.sandbox_differences(inputs.read_csv(layout.epm.paired, inputs.EPM_PAIRED))
 write_table(differences, tables, "sandbox_differences", wrap_headers=True)
 display(differences)
 dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
@@ -104,7 +105,7 @@ main
 # ## Reward models, untrained vs trained (stage 02)
 
 # %%
-rm = paper_tables.rm_accuracy({k: inputs.read_rm_metrics(run / "rm" / k / "metrics.json") for k in RM_KINDS})
+rm = paper_tables.rm_accuracy({k: inputs.read_rm_metrics(layout.rm(k).metrics) for k in RM_KINDS})
 write_table(rm, tables, "rm_accuracy", wrap_headers=True)
 fig = rl_figures.rm_accuracy_bars(rm)
 epm_figures.save_figure(fig, figures, "rm_accuracy", close=False)
@@ -117,11 +118,11 @@ rm
 
 # %%
 variants = cfg.policy.variants
-logs = {v: inputs.read_csv(run / "policy" / v / "train_log.csv", inputs.TRAIN_LOG) for v in variants}
+logs = {v: inputs.read_csv(layout.policy(v).train_log, inputs.TRAIN_LOG) for v in variants}
 fig = rl_figures.rl_curves(logs)
 epm_figures.save_figure(fig, figures, "rl_curves", close=False)
 plt.show()
-wins = paper_tables.winrates({v: inputs.read_csv(run / "policy" / v / "winrate.csv", inputs.WINRATE)
+wins = paper_tables.winrates({v: inputs.read_csv(layout.policy(v).winrate, inputs.WINRATE)
                               for v in variants})
 write_table(wins, tables, "rl_winrate", wrap_headers=True)
 wins
@@ -144,7 +145,7 @@ print("EPM figures:", *sorted(p.name for p in figures.glob("epm_*")))
 # checks the EPM engine against the published leaderboard; it measures no model of this run.
 
 # %%
-published = Path(published_summary) if published_summary else run / "epm_published" / "summary.csv"
+published = Path(published_summary) if published_summary else layout.epm_published.summary
 replay = (paper_tables.empa_replay(inputs.read_csv(published, inputs.EPM_SUMMARY)) if published.is_file()
           else paper_tables.empa_replay(pd.DataFrame(columns=inputs.EPM_SUMMARY)))
 write_table(replay, tables, "empa_replay", column_format="lrrrrrr", formats={"Success (%)": "{:.1f}".format},

@@ -143,3 +143,22 @@ def test_the_workflow_is_in_the_catalog_layout_and_lint_clean():
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint", "--configfile", "config/ci.yaml"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0 and "Lints for" not in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+def test_a_stage_reads_only_what_the_table_declares():
+    """start(config, stage=...) hands a notebook the run config as its stage sees it: a read the stage table
+    does not list is an error that names the table, so the rule's params stay what the stage reads."""
+    from echo_lib.stages import StageConfig, UndeclaredRead
+    cfg = load_config(ROOT / "config/ci.yaml")
+    policy = StageConfig(cfg, "policy")
+    assert policy.policy == cfg.policy and policy.seed == cfg.seed and policy.run_dir == cfg.run_dir
+    assert policy.sandbox_run.companion_prompt == cfg.sandbox_run.companion_prompt   # declared: one key
+    assert policy.layout.policy("echo").metrics == Layout(cfg.run_dir).policy("echo").metrics
+    with pytest.raises(UndeclaredRead, match=r"stage policy reads config key 'sandbox_run.judge'.*echo_lib/stages.py"):
+        policy.sandbox_run.judge
+    with pytest.raises(UndeclaredRead, match="'nee'"):
+        StageConfig(cfg, "reward_models").nee
+    with pytest.raises(UndeclaredRead, match="'llm'"):
+        StageConfig(cfg, "epm").registry   # the EPM analysis loads no model
+    with pytest.raises(AttributeError):
+        policy.seed = 1

@@ -25,11 +25,12 @@ def test_a_missing_input_names_the_files_and_the_command_that_makes_them(tmp_pat
         require(c, "reward_models", kind="scalar")
     text = str(err.value)
     data = tmp_path / "results/r/data/empathy"
-    assert f"  {data / 'train.jsonl'}\n" in text and "4 of its inputs are missing" in text   # + stage 00's manifest
+    assert f"  {data / 'train.jsonl'}\n" in text and "3 of its inputs are missing" in text
     assert f"  {tmp_path / 'models/smollm2-135m-instruct'}\n" in text   # the embedded checkpoint: stage 00 makes it
-    assert (f"snakemake --cores 2 --configfile <the config of run 'r'> {tmp_path / 'results/r/models/manifest.json'} "
-            f"{data / 'train.jsonl'} {data / 'test.jsonl'}") in text
+    assert (f"snakemake --cores 2 --configfile <the config of run 'r'> {data / 'train.jsonl'} {data / 'test.jsonl'} "
+            f"{tmp_path / 'results/r/models/manifest.json'}") in text
     for p in stage_inputs(c, "reward_models", kind="scalar"):
+        assert p.is_relative_to(tmp_path)   # a run's file: never one of the repository's
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
     (tmp_path / "models/smollm2-135m-instruct").mkdir(parents=True)
@@ -101,7 +102,9 @@ def test_stage_05_by_hand_says_where_the_published_runs_are_or_why_they_are_skip
 def test_the_paper_and_the_nee_panel_do_not_need_the_base_checkpoint(tmp_path):
     """A copied run (no models folder) still gives its paper; the NEE panel needs only its judges' files."""
     c = cfg(tmp_path, models_dir=str(tmp_path / "models"))
-    for p in stage_inputs(c, "paper"):
+    run_files = [p for p in stage_inputs(c, "paper") if p.is_relative_to(tmp_path)]   # not the paper's sources
+    assert ROOT / "paper/main.tex" in [ROOT / p for p in stage_inputs(c, "paper")]
+    for p in run_files:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
     require(c, "paper")   # nothing raised although models/ is empty

@@ -10,22 +10,16 @@ The thresholds the tests assert are here too (THRESHOLDS), so the notebook and t
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
+
+from echo_lib.layout import ControlFiles, Layout
 
 THRESHOLDS = {"genrm_accuracy": 0.95, "grpo_rise": 0.30, "shuffled_within": 0.10}
 
 
-@dataclass(frozen=True)
-class ControlPaths:
-    dir: Path
-
-    record = property(lambda self: self.dir / "controls.json")
-    figure = property(lambda self: self.dir / "controls.png")
-
-
-def control_paths(cfg) -> ControlPaths:
-    return ControlPaths(cfg.run_dir / "controls")
+def control_paths(cfg) -> ControlFiles:
+    """The positive controls' files (echo_lib.layout)."""
+    return Layout(cfg.run_dir).controls
 
 
 def run_genrm(cfg) -> dict:

@@ -16,11 +16,14 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from echo_lib.layout import Layout
+
 THRESHOLDS = {"sandbox_judge_accuracy": 0.80, "nee_accuracy": 0.80, "nee_alpha": 0.40, "nee_position_bias": 0.20}
 
 
 def sensitivity_dir(cfg) -> Path:
-    return cfg.run_dir / "judges"
+    """Where the sensitivity record, its figure and the trained judge go (echo_lib.layout)."""
+    return Layout(cfg.run_dir).judges.dir
 
 
 def set_path(cfg) -> Path:
@@ -158,14 +161,14 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
         record["training"] = training
     record |= {"thresholds": THRESHOLDS, "passed": passed(record), "params": asdict(cfg.judges),
                "provenance": provenance(cfg.record, stage="04_judges")}
-    write_json(sensitivity_dir(cfg) / "sensitivity.json", record)
+    write_json(Layout(cfg.run_dir).judges.record, record)
     return record
 
 
 def read_sensitivity(run_dir: str | Path) -> dict | None:
     """The record of a run, or None when its judges stage has not run."""
     import json
-    path = Path(run_dir) / "judges" / "sensitivity.json"
+    path = Layout(run_dir).judges.record
     return json.loads(path.read_text()) if path.is_file() else None
 
 

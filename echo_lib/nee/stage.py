@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from echo_lib.layout import Layout
 from echo_lib.llm.provenance import labelled
 from echo_lib.llm.served import served_in_stage
 from echo_lib.nee.agreement import krippendorff_alpha
@@ -67,7 +68,7 @@ def blinder_for(cfg) -> Blinder:
 def read_transcripts(cfg, blind: Blinder) -> list[Transcript]:
     out = []
     for model in cfg.sandbox.models:
-        found = read_model_transcripts(cfg.run_dir / "sandbox" / model, model, blind, cfg.nee.max_transcripts)
+        found = read_model_transcripts(Layout(cfg.run_dir).sandbox(model).dir, model, blind, cfg.nee.max_transcripts)
         if not found:
             log.warning("model %s has no finished sandbox transcript; it is left out of the panel", model)
         out += found
@@ -106,8 +107,8 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
     from echo_lib.models import load_llm
 
     p = cfg.nee
-    out = Path(out_dir or cfg.run_dir / "nee")
-    epmq = read_epmq(epm_summary or cfg.run_dir / "epm" / "summary.csv")
+    out = Path(out_dir or Layout(cfg.run_dir).nee.dir)
+    epmq = read_epmq(epm_summary or Layout(cfg.run_dir).epm.summary)
     blind = blinder_for(cfg)
     items = read_transcripts(cfg, blind)
     pairs, pair_note = pairs_for(cfg, items)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
+from echo_lib.layout import Layout, PolicyFiles
 from echo_lib.llm import Sampling
 from echo_lib.policy.data import RLPrompt, chitchat_prompts, empathy_prompts, mix, policy_chat, read_prompts
 from echo_lib.policy.hard_filter import hard_filter
@@ -34,24 +34,15 @@ from echo_lib.policy.winrate import (judge_independent, judge_with_rm, judge_wit
                                      summarise)
 
 
-@dataclass(frozen=True)
-class PolicyPaths:
-    dir: Path
-
-    train_log = property(lambda self: self.dir / "train_log.csv")
-    metrics = property(lambda self: self.dir / "metrics.json")
-    winrate = property(lambda self: self.dir / "winrate.csv")
-    winrate_rows = property(lambda self: self.dir / "winrate_rows.jsonl")
-
-
 def check_variant(variant: str) -> str:
     if variant not in VARIANTS:
         raise ValueError(f"policy variant {variant!r} is not one of {', '.join(VARIANTS)}")
     return variant
 
 
-def policy_paths(cfg, variant: str) -> PolicyPaths:
-    return PolicyPaths(cfg.run_dir / "policy" / check_variant(variant))
+def policy_paths(cfg, variant: str) -> PolicyFiles:
+    """Stage 03's files of one variant (echo_lib.layout)."""
+    return Layout(cfg.run_dir).policy(check_variant(variant))
 
 
 def filter_variant(cfg, variant: str) -> str | None:
@@ -65,8 +56,8 @@ def filter_variant(cfg, variant: str) -> str | None:
 def data_dir(cfg, variant: str = "echo") -> Path:
     """policy/data/ when both variants train on the same prompts, policy/data/<variant>/ when each filters
     with its own reward."""
-    shared = cfg.run_dir / "policy" / "data"
-    return shared / variant if cfg.policy.hard_filter.enabled and cfg.policy.hard_filter.per_variant else shared
+    per_variant = cfg.policy.hard_filter.enabled and cfg.policy.hard_filter.per_variant
+    return Layout(cfg.run_dir).policy_data(variant if per_variant else None)
 
 
 def system_prompt(cfg) -> str | None:
@@ -184,8 +175,8 @@ def persona_scenarios(cfg) -> dict:
 
 
 def source_files(cfg) -> list[Path]:
-    d = cfg.run_dir / "data"
-    return [d / "empathy" / "train.jsonl", d / "humanlike" / "train.jsonl", d / "empathy" / "test.jsonl"]
+    data = Layout(cfg.run_dir).data
+    return [data("empathy", "train"), data("humanlike", "train"), data("empathy", "test")]
 
 
 def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt], dict]:

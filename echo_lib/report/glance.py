@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from echo_lib.layout import Layout
 from echo_lib.provenance import git_commit, write_json, write_text
 from echo_lib.report import claims as claims_mod
 from echo_lib.report import inputs
@@ -157,9 +158,10 @@ def build_claims(cfg, run_dir: str | Path, conditions: claims_mod.RunConditions,
                  reported: str | Path = REPORTED_CLAIMS) -> pd.DataFrame:
     """The claims table of a run folder (stage 05's epm/summary.csv and intervals.csv, stage 06's summary)."""
     run_dir = Path(run_dir)
-    epm = inputs.read_csv(run_dir / "epm" / "summary.csv", inputs.EPM_SUMMARY)
-    intervals = inputs.read_csv(run_dir / "epm" / "intervals.csv", inputs.EPM_INTERVALS)
-    nee = inputs.read_csv(run_dir / "nee" / "summary.csv", inputs.NEE_SUMMARY)
+    layout = Layout(run_dir)
+    epm = inputs.read_csv(layout.epm.summary, inputs.EPM_SUMMARY)
+    intervals = inputs.read_csv(layout.epm.intervals, inputs.EPM_INTERVALS)
+    nee = inputs.read_csv(layout.nee.summary, inputs.NEE_SUMMARY)
     return claims_mod.claims_table(claims_mod.load_reported(reported), cfg.paper.counterparts, epm, nee,
                                    conditions, intervals)
 
@@ -211,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         paper = paper or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_name)
         readme = readme or cfg.paper.readme or "README.md"
         if run:
-            rebuild_from_run(cfg, run, record or Path(run) / "nee" / "provenance.json", paper)
+            rebuild_from_run(cfg, run, record or Layout(run).nee.provenance, paper)
             print(f"rebuilt {paper}/claims.md, claims.tex, claims.csv, provenance.json from {run}")
         update_readme(readme, paper)
     except (GlanceError, inputs.PaperInputError, ConfigError) as err:

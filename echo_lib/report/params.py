@@ -6,6 +6,9 @@ and takes its default from here). This module does not import echo_lib.config.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from echo_lib.layout import PAPER_CLAIMS, PAPER_FIGURES, PAPER_TABLES, PaperFiles
 
 
 @dataclass(frozen=True)
@@ -23,17 +26,10 @@ def paper_dir(params: PaperParams, results_dir: str, run_name: str) -> str:
     return params.dir or f"{results_dir}/{run_name}/paper"
 
 
-# Every file stage 07 writes into the paper folder: the Snakefile declares them as the rule's outputs,
-# paper/main.tex uses them, and a test checks that the two agree.
-TABLES = ["judge_sensitivity", "main_results", "sandbox_differences", "nee_dimensions", "rm_accuracy", "rl_winrate", "empa_replay", "macros"]
-FIGURES = ["epm_outcomes", "epm_indices", "epm_case_heatmap", "rm_accuracy", "rl_curves"]
-CLAIMS = ["claims.md", "claims.tex", "claims.csv"]
+# Every file stage 07 writes into the paper folder: the run's file layout names them (echo_lib.layout)
+TABLES, FIGURES, CLAIMS = list(PAPER_TABLES), list(PAPER_FIGURES), list(PAPER_CLAIMS)
 
 
 def paper_outputs(folder: str, pdf: bool = True) -> dict[str, list[str]]:
-    """Paths of the generated files under `folder`, by kind (tables: .tex + .csv; figures: .pdf + .png;
-    pdf: main.pdf, unless paper.build_pdf is off)."""
-    return {"tables": [f"{folder}/tables/{t}.{ext}" for t in TABLES for ext in ("tex", "csv")],
-            "figures": [f"{folder}/figures/{f}.{ext}" for f in FIGURES for ext in ("pdf", "png")],
-            "claims": [f"{folder}/{c}" for c in CLAIMS],
-            "pdf": [f"{folder}/main.pdf"] if pdf else []}
+    """Paths of the generated files under `folder`, by kind (layout.PaperFiles.outputs)."""
+    return PaperFiles(Path(folder)).outputs(pdf=pdf)

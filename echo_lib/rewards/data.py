@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from echo_lib.layout import Layout
 from echo_lib.rewards.profile import CONTEXT_ONLY_KINDS
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
 from echo_lib.rewards.targets import empathy_target, humanlike_target, scalar_target, verdict_target
@@ -45,7 +46,8 @@ def item_kind(item: dict, kind: str) -> str | None:
 
 
 def data_file(run_dir: str | Path, kind: str, split: str) -> Path:
-    return Path(run_dir) / "data" / data_kind(kind) / f"{split}.jsonl"
+    """Stage 01's split that a reward model of this kind reads (echo_lib.layout)."""
+    return Layout(run_dir).data(data_kind(kind), split)
 
 
 def load_items(path: str | Path, kind: str) -> list[dict]:

@@ -22,11 +22,11 @@ import csv
 import dataclasses
 import logging
 import random
-from dataclasses import dataclass
 from pathlib import Path
 
 from echo_lib.rewards.data import (context_free_items, data_file, examples, load_items, shuffled_labels,
                                    with_references, with_swaps)
+from echo_lib.layout import Layout, RMFiles
 from echo_lib.rewards.calibration import decision_path, machine_recall_threshold, read_threshold, write_decision
 from echo_lib.rewards.evaluate import evaluate, metrics_table, paired_accuracy
 from echo_lib.rewards.params import KINDS
@@ -35,43 +35,15 @@ from echo_lib.rewards.train import TrainResult, train_reward_model
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class RMPaths:
-    dir: Path
-
-    @property
-    def adapter(self) -> Path:
-        return self.dir / "adapter"
-
-    @property
-    def metrics(self) -> Path:
-        return self.dir / "metrics.json"
-
-    @property
-    def table(self) -> Path:
-        return self.dir / "metrics.csv"
-
-    @property
-    def train_log(self) -> Path:
-        return self.dir / "train_log.csv"
-
-    @property
-    def eval_rows(self) -> Path:
-        return self.dir / "eval_rows.jsonl"
-
-    @property
-    def shuffled(self) -> "RMPaths":
-        return RMPaths(self.dir / "shuffled")
-
-
 def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"reward-model kind {kind!r} is not one of {', '.join(KINDS)}")
     return kind
 
 
-def rm_paths(cfg, kind: str) -> RMPaths:
-    return RMPaths(cfg.run_dir / "rm" / check_kind(kind))
+def rm_paths(cfg, kind: str) -> RMFiles:
+    """Stage 02's files of one kind (echo_lib.layout)."""
+    return Layout(cfg.run_dir).rm(check_kind(kind))
 
 
 def rm_spec(cfg):

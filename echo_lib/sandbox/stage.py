@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from echo_lib.layout import Layout
 from echo_lib.llm.provenance import labelled
 from echo_lib.llm.served import served_in_stage
 from echo_lib.sandbox.actor import Actor
@@ -57,7 +58,8 @@ class SandboxReport:
 
 
 def model_dir(cfg, model: str) -> Path:
-    return cfg.run_dir / "sandbox" / model
+    """Stage 04's folder of one model under test: a result file per case, then summary.json (echo_lib.layout)."""
+    return Layout(cfg.run_dir).sandbox(model).dir
 
 
 def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Path | None = None,

@@ -12,6 +12,7 @@ from echo_lib.provenance import write_json, write_jsonl
 from echo_lib.scenarios.cases import stratified_order
 from echo_lib.scenarios.own import load_own
 from echo_lib.synthesis import contrasts, hitl
+from echo_lib.layout import Layout
 from echo_lib.synthesis.chitchat import load_chitchat
 from echo_lib.synthesis.empathy import synthesize
 from echo_lib.synthesis.humanlike import make_humanlike_data
@@ -20,7 +21,8 @@ from echo_lib.synthesis.theorems import derive_theorems, gold_profile, load_axio
 
 
 def data_dir(cfg: RunConfig, kind: str) -> Path:
-    return cfg.run_dir / "data" / kind
+    """Stage 01's folder of one dataset (echo_lib.layout)."""
+    return Layout(cfg.run_dir).data_dir(kind)
 
 
 def humanlike_data(cfg: RunConfig, llm) -> dict[str, list]:
