@@ -43,7 +43,7 @@ from echo_lib.controls.params import ControlParams
 from echo_lib.rewards.params import RewardModelParams
 from echo_lib.sandbox.params import SandboxRunParams
 from echo_lib.scenarios.cases import SandboxCases
-from echo_lib.synthesis.settings import DataConfig
+from echo_lib.synthesis.params import DataConfig
 
 SCHEMA_PATH = project_root() / "config" / "schema.yaml"
 DEFAULT_CONFIG = project_root() / "config" / "default.yaml"

@@ -15,14 +15,18 @@ full fine-tuning or LoRA, the trained judge, EMPA's cases): `DagShape` holds exa
 from __future__ import annotations
 
 import glob
+import logging
+import os
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from echo_lib.layout import SPLITS, Layout, lora_files
 
-RM_KINDS = ("humanlike", "empathy", "scalar")   # scalar: the 1-10, no-anchor variant for the RL ablation
+# The reward models (rewards.params.KINDS) in the order the paper's tables list them; scalar: the 1-10,
+# no-anchor variant of the RL ablation
+RM_KINDS = ("humanlike", "empathy", "scalar")
 # What loading a model reads: the roles that name it, its spec and the model layer's settings
 MODEL_SECTIONS = ("models", "llm", "roles")
 
@@ -212,7 +216,7 @@ def _stage(name, notebook, reads, files, **more) -> Stage:
 
 
 NEE_ASKING = ("nee.prompt_variants", "nee.mode", "nee.retries", "nee.temperature", "nee.json_max_new_tokens",
-              "nee.blind_terms")   # how an NEE judge is asked (nee.panel.Asker): what the sensitivity check reads of nee
+              "nee.blind_terms", "nee.max_missing_share")   # how an NEE judge is asked (nee.panel.Asker): what the sensitivity check reads of nee
 
 # notebook 05, on this run's sandbox results or on EMPA's published runs (whose note it prints by hand)
 EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "policy.variants", "roles.policy")
@@ -313,6 +317,18 @@ class UndeclaredRead(LookupError):
     `getattr(cfg, key, default)` must not quietly take the default."""
 
 
+# ECHO_UNDECLARED_READS=warn logs an undeclared read and answers it, so one run lists every key a changed stage
+# reads (a developer's aid when editing the table); the default, and every run of the DAG, is strict.
+WARN_ENV = "ECHO_UNDECLARED_READS"
+
+
+def _answer_undeclared(stage_name: str, key: str, value: Any) -> Any:
+    if os.environ.get(WARN_ENV) != "warn":
+        raise _undeclared(stage_name, key)
+    logging.getLogger(__name__).warning("undeclared read: stage %s reads %s", stage_name, key)
+    return value
+
+
 def _undeclared(stage_name: str, key: str) -> UndeclaredRead:
     return UndeclaredRead(
         f"stage {stage_name} reads config key {key!r}, which its entry in echo_lib/stages.py (Stage.reads) does not "
@@ -333,7 +349,7 @@ class SectionView:
         if key.startswith("_"):   # copy, pickle and IPython's display probe such names
             raise AttributeError(key)
         if key not in self._keys:
-            raise _undeclared(self._stage, f"{self._name}.{key}")
+            return _answer_undeclared(self._stage, f"{self._name}.{key}", getattr(self._section, key))
         return getattr(self._section, key)
 
     def __repr__(self) -> str:
@@ -384,7 +400,7 @@ class StageConfig:
         if key in IDENTITY:
             return getattr(self._cfg, key)
         if key not in self._reads:
-            raise _undeclared(self._stage, key)
+            return _answer_undeclared(self._stage, key, getattr(self._cfg, key))
         keys = self._reads[key]
         value = getattr(self._cfg, key)
         return value if keys is None else SectionView(value, key, frozenset(keys), self._stage)
