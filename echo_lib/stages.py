@@ -218,8 +218,9 @@ def _stage(name, notebook, reads, files, **more) -> Stage:
 NEE_ASKING = ("nee.prompt_variants", "nee.mode", "nee.retries", "nee.temperature", "nee.json_max_new_tokens",
               "nee.blind_terms", "nee.max_missing_share")   # how an NEE judge is asked (nee.panel.Asker): what the sensitivity check reads of nee
 
-# notebook 05, on this run's sandbox results or on EMPA's published runs (whose note it prints by hand)
-EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "policy.variants", "roles.policy")
+# notebook 05, on this run's sandbox results (by hand: the folders of sandbox.models) or on EMPA's published
+# runs (whose note it prints by hand)
+EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "sandbox.models", "policy.variants", "roles.policy")
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     # stage 00 prepares every model but the RL variants (stage 03 makes them)
