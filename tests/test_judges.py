@@ -15,6 +15,7 @@ from echo_lib.nee.panel import Asker, make_panel
 from echo_lib.nee.params import NEEParams
 from echo_lib.sandbox.judge import Judge
 from echo_lib.sandbox.params import JudgeParams
+from echo_lib.stats import wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "judge_sensitivity.yaml"
@@ -109,11 +110,12 @@ class ToyLLM:
 @pytest.mark.parametrize("how, accuracy", [("sees", 1.0), ("backwards", 0.0), ("constant", 0.5)])
 def test_sandbox_judge_accuracy_on_toy_judges(tmp_path, how, accuracy):
     items = load_set(toy_set(tmp_path, n=6))
-    out = sandbox_judge_sensitivity(Judge(ToyLLM(how), JudgeParams(mode="choose")), items, n_boot=200)
+    out = sandbox_judge_sensitivity(Judge(ToyLLM(how), JudgeParams(mode="choose")), items)
     assert out["accuracy"] == accuracy and out["n"] == 6 and out["n_failed"] == 0
     if how == "sees":   # progress 0.7*2 + 0.15*1 = 1.55 on each axis, regress 0.15*1 + 0.15*2 = 0.45: 3 * 1.1
         assert out["items"][0]["effect_good"] == pytest.approx(3.3) and out["items"][0]["effect_poor"] == pytest.approx(-3.3)
-        assert out["by_kind"] == {k: 1.0 for k in KINDS[:5]} and out["accuracy_ci"] == [1.0, 1.0]
+        assert out["by_kind"] == {k: 1.0 for k in KINDS[:5]}
+        assert out["accuracy_ci"] == wilson(6, 6).bounds and out["accuracy_ci"][1] == 1.0 and out["ci_method"] == "wilson-cc"
 
 
 def test_sandbox_judge_rates_the_item_chat_with_its_profile(tmp_path):
@@ -121,7 +123,7 @@ def test_sandbox_judge_rates_the_item_chat_with_its_profile(tmp_path):
     llm = ToyLLM("sees")
     prompts = []
     llm.choose = lambda chats, options, _c=llm.choose: prompts.extend(c[-1]["content"] for c in chats) or _c(chats, options)
-    sandbox_judge_sensitivity(Judge(llm, JudgeParams(mode="choose")), items[:1], n_boot=10)
+    sandbox_judge_sensitivity(Judge(llm, JudgeParams(mode="choose")), items[:1])
     assert len(prompts) == 12   # six fields x (good, poor)
     assert all("The person:\nPerson 0, 30, needs to be heard." in p for p in prompts)
     assert all("Earlier in the chat:\nUser: hi\nCompanion: hey\n\nThe turn(s) to rate:\nUser: My week 0 was awful." in p
@@ -133,7 +135,7 @@ def panel_figures(tmp_path, how, variants=2):
     items = load_set(toy_set(tmp_path, n=6))
     params = NEEParams(prompt_variants=variants)
     askers = {"j": Asker(ToyLLM(how), params)}
-    return nee_sensitivity(make_panel(["j"], variants, 0), askers, items, Blinder([], params.blind_terms), n_boot=200)
+    return nee_sensitivity(make_panel(["j"], variants, 0), askers, items, Blinder([], params.blind_terms))
 
 
 def test_nee_panel_that_sees_the_reply(tmp_path):
@@ -142,6 +144,7 @@ def test_nee_panel_that_sees_the_reply(tmp_path):
     assert out["alpha"] == pytest.approx(1.0)   # both wordings give the same expected levels
     assert set(out["judges"]) == {"j/v1", "j/v2"} and out["judges"]["j/v1"]["accuracy"] == 1.0
     assert out["n"] == 6 and out["n_failed_ratings"] == 0
+    assert out["ci_method"] == out["pairwise_ci_method"] == "wilson-cc" and out["pairwise_n"] == 6
 
 
 def test_nee_panel_with_a_position_and_a_digit_preference(tmp_path):
@@ -169,17 +172,18 @@ def test_probe_learns_the_marker_and_its_twins_do_not(tmp_path):
     from echo_lib.judges.probe import embedding_probe, fit_pairwise, pair_differences, score_heldout
     items = load_set(toy_set(tmp_path, n=8))
     dev, held = select(items, "dev"), select(items, "heldout")
-    out = embedding_probe(dev, held, word_embed, n_boot=100, seed=0)
-    assert out["accuracy"] == 1.0 and out["n"] == 4 and out["accuracy_ci"] == [1.0, 1.0]
+    out = embedding_probe(dev, held, word_embed, seed=0)
+    assert out["accuracy"] == 1.0 and out["n"] == 4 and out["accuracy_ci"] == wilson(4, 4).bounds
+    assert out["ci_method"] == out["shuffled"]["ci_method"] == "wilson-cc"
     assert out["shuffled"]["share_swapped"] == 0.5
     # every dev label swapped: the antisymmetric probe learns the marker backwards
     backwards = fit_pairwise(pair_differences(dev, word_embed), np.zeros(len(dev), dtype=bool), 0)
-    assert score_heldout(backwards, pair_differences(held, word_embed), 100, 0)["accuracy"] == 0.0
+    assert score_heldout(backwards, pair_differences(held, word_embed))["accuracy"] == 0.0
     # features that do not tell the replies apart: every held-out item is a tie
-    flat = embedding_probe(dev, held, lambda texts: np.ones((len(texts), 3)), n_boot=100, seed=0)
+    flat = embedding_probe(dev, held, lambda texts: np.ones((len(texts), 3)), seed=0)
     assert flat["accuracy"] == 0.5
     with pytest.raises(ValueError, match="dev and held-out"):
-        embedding_probe([], held, word_embed, 100, 0)
+        embedding_probe([], held, word_embed, 0)
 
 
 # ---- the stage ------------------------------------------------------------------------------------------------
@@ -190,7 +194,7 @@ def test_stage_writes_the_record_with_its_targets(tmp_path):
     embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
     cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
                        "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
-                       "judges": {"set": str(toy_set(tmp_path, n=8)), "bootstrap": 100}, "llm": {"progress": False}})
+                       "judges": {"set": str(toy_set(tmp_path, n=8))}, "llm": {"progress": False}})
     record = run_sensitivity(cfg, llms={"judge": ToyLLM("sees")}, embed=word_embed)
     saved = json.loads((tmp_path / "results/t/judges/sensitivity.json").read_text())
     assert saved["probe"]["accuracy"] == 1.0 and saved["probe"]["n_dev"] == 4 and saved["probe"]["n"] == 4
@@ -209,12 +213,13 @@ def test_trained_judge_is_also_scored_on_the_dev_items_it_learnt_from(tmp_path, 
     embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
     cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
                        "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
-                       "judges": {"set": str(toy_set(tmp_path, n=10)), "bootstrap": 100, "nee": False, "probe": False},
+                       "judges": {"set": str(toy_set(tmp_path, n=10)), "nee": False, "probe": False},
                        "llm": {"progress": False}})
     untrained = run_sensitivity(cfg, llms={"judge": ToyLLM(how)})["sandbox_judge"]
     assert "train_accuracy" not in untrained       # no training: nothing was learnt from the dev items
     s = run_sensitivity(cfg, llms={"judge": ToyLLM(how)}, training={"model": "judge"})["sandbox_judge"]
     assert s["n"] == 5 and s["train_n"] == 5 and s["train_accuracy"] == fit and s["accuracy"] == fit
+    assert s["ci_method"] == s["train_ci_method"] == "wilson-cc" and s["train_accuracy_ci"] == wilson(5 * fit, 5).bounds
     assert f"dev items it was trained on: {fit:.3f}" in verdict_lines(json.loads(
         (tmp_path / "results/t/judges/sensitivity.json").read_text()))
 
@@ -228,7 +233,7 @@ def test_a_model_that_is_sandbox_judge_and_nee_judge_is_loaded_once(tmp_path, mo
     embedded = {"backend": "hf", "source": "embedded", "id": "smollm2-135m-instruct"}
     cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 3,
                        "models": {"base": embedded, "judge": embedded}, "roles": {"judge": "judge", "nee_judges": ["judge"]},
-                       "judges": {"set": str(toy_set(tmp_path, n=8)), "bootstrap": 100, "probe": False},
+                       "judges": {"set": str(toy_set(tmp_path, n=8)), "probe": False},
                        "llm": {"progress": False}})
     record = run_sensitivity(cfg, training={"model": "judge"})   # held-out and dev items, rubric and panel
     assert loaded == ["judge"]
@@ -278,7 +283,7 @@ def readout_cfg(tmp_path, tiny_lm_dir, **train):
     return load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 1,
                         "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
                         "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]},
-                        "judges": {"set": str(toy_set(tmp_path, n=10)), "bootstrap": 50, "probe": False,
+                        "judges": {"set": str(toy_set(tmp_path, n=10)), "probe": False,
                                    "train": {"enabled": True, "bank_per_item": 0, **train}},
                         "nee": {"prompt_variants": 1}, "llm": {"progress": False}})
 

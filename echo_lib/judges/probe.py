@@ -46,14 +46,14 @@ def fit_pairwise(diffs: np.ndarray, good_first: np.ndarray, seed: int):
     return LogisticRegression(fit_intercept=False, C=1.0, max_iter=5000, random_state=seed).fit(x, y)
 
 
-def score_heldout(model, diffs: np.ndarray, n_boot: int, seed: int) -> dict:
+def score_heldout(model, diffs: np.ndarray) -> dict:
     """Share of held-out items whose good reply the probe puts first (0.5 on an exact tie)."""
     margin = diffs @ model.coef_.ravel()
-    return summarise([preference(m, 0.0) for m in margin], n_boot, seed)
+    return summarise([preference(m, 0.0) for m in margin])
 
 
 def embedding_probe(dev: Sequence[SensitivityItem], heldout: Sequence[SensitivityItem], embed: Embed,
-                    n_boot: int, seed: int) -> dict:
+                    seed: int) -> dict:
     """The probe and its label-shuffle twin: fit on dev, scored on held-out."""
     if not dev or not heldout:
         raise ValueError(f"the probe needs dev and held-out items, got {len(dev)} and {len(heldout)}")
@@ -63,5 +63,5 @@ def embedding_probe(dev: Sequence[SensitivityItem], heldout: Sequence[Sensitivit
     swapped[np.random.default_rng(seed).permutation(len(dev))[:len(dev) // 2]] = True
     twin = fit_pairwise(d_dev, ~swapped, seed)
     return {"embedder": "all-MiniLM-L6-v2", "n_dev": len(dev),
-            **score_heldout(true, d_test, n_boot, seed),
-            "shuffled": {**score_heldout(twin, d_test, n_boot, seed), "share_swapped": round(float(swapped.mean()), 4)}}
+            **score_heldout(true, d_test),
+            "shuffled": {**score_heldout(twin, d_test), "share_swapped": round(float(swapped.mean()), 4)}}

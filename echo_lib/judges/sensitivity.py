@@ -14,7 +14,8 @@ NEE panel (echo_lib.nee): every judge of the panel rates both replies' transcrip
   agreement stage 06 reports;
 - position bias: the share of (item, judge) comparisons whose winner changes when A and B swap;
 - pairwise accuracy: P(good wins) averaged over the two orders above 0.5.
-Every accuracy carries a seeded bootstrap 95 % interval over the items.
+Every accuracy carries a 95 % Wilson score interval with continuity correction over the items
+(echo_lib.stats.proportion_interval; a tie counts half an item), with its n and method.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import pandas as pd
 
 from echo_lib.epm.mdep import FIELDS
 from echo_lib.judges.sensitivity_set import SensitivityItem
-from echo_lib.stats import bootstrap_ci
+from echo_lib.stats import proportion_interval
 from echo_lib.sandbox.dialogue import Exchange
 
 REPLIES = ("good", "poor")
@@ -40,10 +41,11 @@ def preference(good: float, poor: float) -> float:
     return 1.0 if good > poor else 0.5 if good == poor else 0.0
 
 
-def summarise(scores: Sequence[float], n_boot: int, seed: int) -> dict:
-    """Mean preference, its bootstrap interval and n."""
+def summarise(scores: Sequence[float]) -> dict:
+    """Mean preference (a share of items, a tie half an item), its Wilson interval, n and the interval's method."""
+    ci = proportion_interval(scores)
     return {"accuracy": round(sum(scores) / len(scores), 4) if scores else None,
-            "accuracy_ci": bootstrap_ci(scores, n_boot=n_boot, seed=seed), "n": len(scores)}
+            "accuracy_ci": ci.bounds, "n": len(scores), "ci_method": ci.method}
 
 
 def by_group(items: Sequence[SensitivityItem], scores: Sequence[float], key: str) -> dict[str, float]:
@@ -75,7 +77,7 @@ def axis_effects(details: dict) -> dict[str, float]:
     return {axis: expected(details, prog) - expected(details, neg) for axis, (prog, neg) in AXIS_FIELDS.items()}
 
 
-def sandbox_judge_sensitivity(judge, items: Sequence[SensitivityItem], n_boot: int = 1000, seed: int = 0) -> dict:
+def sandbox_judge_sensitivity(judge, items: Sequence[SensitivityItem]) -> dict:
     """Preference accuracy of a sandbox Judge over the items (see the module docstring); items whose good or
     poor rating failed are counted in `n_failed` and left out."""
     cases = [(it.profile, history(it, it.reply(which))) for it in items for which in REPLIES]
@@ -95,7 +97,7 @@ def sandbox_judge_sensitivity(judge, items: Sequence[SensitivityItem], n_boot: i
                      **{f"{a}_good": round(eg[a], 4) for a in eg}, **{f"{a}_poor": round(ep[a], 4) for a in ep}})
     mean_fields = {which: {f: _mean([expected(v.details, f) for v in verdicts[w::2] if v.ok]) for f in FIELDS}
                    for w, which in enumerate(REPLIES)}
-    return {**summarise(scores, n_boot, seed), "n_failed": len(items) - len(kept),
+    return {**summarise(scores), "n_failed": len(items) - len(kept),
             "by_axis": by_group(kept, scores, "axis"), "by_kind": by_group(kept, scores, "kind"),
             "mean_expected_levels": mean_fields, "items": rows}
 
@@ -145,8 +147,7 @@ def pairwise_preferences(pairwise: pd.DataFrame, items: Sequence[SensitivityItem
     return out
 
 
-def nee_sensitivity(panel, askers: dict, items: Sequence[SensitivityItem], blind, seed: int = 0,
-                    n_boot: int = 1000) -> dict:
+def nee_sensitivity(panel, askers: dict, items: Sequence[SensitivityItem], blind, seed: int = 0) -> dict:
     """The panel's figures on the items (see the module docstring). `panel` is echo_lib.nee.panel.make_panel's
     list, `askers` maps a judge model name to its Asker."""
     from echo_lib.nee.scores import position_bias
@@ -163,12 +164,13 @@ def nee_sensitivity(panel, askers: dict, items: Sequence[SensitivityItem], blind
     by_rating, by_pair = rating_preferences(ratings, items), pairwise_preferences(pairwise, items)
     alpha = agreement(ratings)["interval_alpha"]
     bias = position_bias(pairwise)
-    panel_row = summarise(by_rating.pop("panel"), n_boot, seed)
-    pair_panel = summarise(by_pair.pop("panel"), n_boot, seed)
+    panel_row = summarise(by_rating.pop("panel"))
+    pair_panel = summarise(by_pair.pop("panel"))
     return {**panel_row, "alpha": alpha, "position_bias": None if math.isnan(bias) else round(bias, 4),
             "pairwise_accuracy": pair_panel["accuracy"], "pairwise_accuracy_ci": pair_panel["accuracy_ci"],
-            "judges": {j: {"accuracy": summarise(s, n_boot, seed)["accuracy"],
-                           "pairwise_accuracy": summarise(by_pair.get(j, []), n_boot, seed)["accuracy"]}
+            "pairwise_n": pair_panel["n"], "pairwise_ci_method": pair_panel["ci_method"],
+            "judges": {j: {"accuracy": summarise(s)["accuracy"],
+                           "pairwise_accuracy": summarise(by_pair.get(j, []))["accuracy"]}
                        for j, s in by_rating.items()},
             "n_failed_ratings": int(ratings["score"].isna().sum()),
             "n_failed_comparisons": int(pairwise["p_first"].isna().sum())}

@@ -1,9 +1,13 @@
 """The judge sensitivity stage for a run config (issue 16): are the instruments able to see the reply?
 
-    results/<run>/judges/sensitivity.json   {"sandbox_judge": {"accuracy", "accuracy_ci", "n", "by_axis", "by_kind",
-                                             ...}, "nee": {"accuracy", "alpha", "position_bias", "judges": {...}},
+    results/<run>/judges/sensitivity.json   {"sandbox_judge": {"accuracy", "accuracy_ci", "n", "ci_method", "by_axis",
+                                             "by_kind", ...}, "nee": {"accuracy", "alpha", "position_bias",
+                                             "judges": {...}},
                                              "length_rule": {...}, "thresholds", "passed", "set", "provenance"}
     results/<run>/judges/sensitivity.png    accuracies with their intervals, chance, the length rule, the targets
+
+Every accuracy is a share of items (a tie counts half) with its Wilson score interval with continuity
+correction (echo_lib.stats.proportion_interval), its n and the method beside it.
 
 Two references stand beside the judges: the length rule (prefer the longer reply; a judge no better may be
 reading length, not empathy) and, on the held-out split, a pairwise linear probe on sentence embeddings fit
@@ -67,10 +71,10 @@ def train(cfg) -> dict | None:
                 (r["loss"] for r in reversed(result.log) if r.get("loss") is not None), None)}
 
 
-def length_rule(items, n_boot: int, seed: int) -> dict:
+def length_rule(items) -> dict:
     """Prefer the reply with more words: what a judge reading only length would score."""
     from echo_lib.judges.sensitivity import preference, summarise
-    return summarise([preference(len(it.good.split()), len(it.poor.split())) for it in items], n_boot, seed)
+    return summarise([preference(len(it.good.split()), len(it.poor.split())) for it in items])
 
 
 def run_probe(cfg, items, embed=None) -> dict | None:
@@ -83,7 +87,7 @@ def run_probe(cfg, items, embed=None) -> dict | None:
         from echo_lib.rewards.probe import load_embedder
         embed = load_embedder()
     dev = select(load_set(set_path(cfg)), "dev")
-    return embedding_probe(dev, items, embed, cfg.judges.bootstrap, cfg.seed)
+    return embedding_probe(dev, items, embed, cfg.seed)
 
 
 def run_sandbox_judge(cfg, items, llm=None) -> dict:
@@ -92,7 +96,7 @@ def run_sandbox_judge(cfg, items, llm=None) -> dict:
     from echo_lib.sandbox.judge import Judge
     p = cfg.sandbox_run
     judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
-    out = sandbox_judge_sensitivity(judge, items, n_boot=cfg.judges.bootstrap, seed=cfg.seed)
+    out = sandbox_judge_sensitivity(judge, items)
     return {"model": cfg.roles.judge, "mode": judge.mode, "calibrate": p.judge.calibrate, **out}
 
 
@@ -102,7 +106,8 @@ def dev_fit(cfg, llm=None) -> dict:
     nothing (both near chance), as issue 15 asks of the reward models."""
     from echo_lib.judges.sensitivity_set import load_set, select
     out = run_sandbox_judge(cfg, select(load_set(set_path(cfg)), "dev", cfg.judges.train.max_dev_items), llm)
-    return {"train_accuracy": out["accuracy"], "train_accuracy_ci": out["accuracy_ci"], "train_n": out["n"]}
+    return {"train_accuracy": out["accuracy"], "train_accuracy_ci": out["accuracy_ci"], "train_n": out["n"],
+            "train_ci_method": out["ci_method"]}
 
 
 def run_nee(cfg, items, llms: dict | None = None) -> dict:
@@ -114,7 +119,7 @@ def run_nee(cfg, items, llms: dict | None = None) -> dict:
     askers = {m: Asker(llms.get(m) or load_llm(cfg, m), cfg.nee) for m in cfg.roles.nee_judges}
     panel = make_panel(cfg.roles.nee_judges, cfg.nee.prompt_variants, cfg.seed)
     blind = Blinder([], cfg.nee.blind_terms)    # the set names no model; the terms guard the prompts as in stage 06
-    out = nee_sensitivity(panel, askers, items, blind, seed=cfg.seed, n_boot=cfg.judges.bootstrap)
+    out = nee_sensitivity(panel, askers, items, blind, seed=cfg.seed)
     return {"models": list(cfg.roles.nee_judges), "prompt_variants": cfg.nee.prompt_variants, **out}
 
 
@@ -148,7 +153,7 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
     items = items_for(cfg)
     llms = judge_llms(cfg, llms)
     record = {"scale": cfg.scale, "set": {"path": str(set_path(cfg)), "split": cfg.judges.split, "n_items": len(items)},
-              "chance": 0.5, "length_rule": length_rule(items, cfg.judges.bootstrap, cfg.seed)}
+              "chance": 0.5, "length_rule": length_rule(items)}
     if (probe := run_probe(cfg, items, embed)) is not None:
         record["probe"] = probe
     if cfg.judges.sandbox_judge:
