@@ -54,8 +54,9 @@ def main() -> None:
     print(stage.verdict_lines(record))
     s = record.get("sandbox_judge", {})
     line = {"settings": vars(args), "seconds": round(time.perf_counter() - t), "training": training,
-            "sandbox_judge": {k: s.get(k) for k in ("accuracy", "accuracy_ci", "train_accuracy", "train_accuracy_ci",
-                                                   "by_kind", "mean_expected_levels")},
+            "sandbox_judge": {k: s.get(k) for k in ("accuracy", "accuracy_ci", "n", "ci_method", "train_accuracy",
+                                                   "train_accuracy_ci", "train_n", "train_ci_method", "by_kind",
+                                                   "mean_expected_levels")},
             "nee": {k: record["nee"][k] for k in ("accuracy", "alpha", "position_bias", "pairwise_accuracy")}
             if "nee" in record else None}
     print(json.dumps(line))

@@ -51,7 +51,7 @@ def train_and_score(cfg, kind: str, train_items: list[dict], out: Path, steps: i
     rows = judge_items(llm, own, kind, p.eval.max_new_tokens, False, p.context_free(kind), p.decision)
     truth = {it["id"]: it["label"] for it in stage.items(cfg, kind, "train", p.max_train_items)}
     return {"steps": trained.steps.get("sft"), "train_seconds": round(seconds), "accuracy": m["accuracy"],
-            "accuracy_ci": m["accuracy_ci"], "auroc": m["auroc"], "accuracy_by_kind": m.get("accuracy_by_kind"),
+            "accuracy_ci": m["accuracy_ci"], "n": m["n"], "ci_method": m["ci_method"], "auroc": m["auroc"], "accuracy_by_kind": m.get("accuracy_by_kind"),
             # a leak shows as training-item verdicts that follow the true labels rather than the trained ones
             "own_items": len(rows), "agrees_with_trained_labels": _share(r["verdict"] == r["label"] for r in rows),
             "agrees_with_true_labels": _share(r["verdict"] == truth[r["id"]] for r in rows)}

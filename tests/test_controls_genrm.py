@@ -34,7 +34,8 @@ def test_the_control_goes_through_stage_02s_examples():
 
 
 def record(acc=0.97, shuffled=0.52, first=0.2, last=0.6):
-    g = {"accuracy": acc, "accuracy_ci": [acc - 0.03, min(1, acc + 0.02)], "n_test": 100, "majority_baseline": 0.5}
+    g = {"accuracy": acc, "accuracy_ci": [acc - 0.03, min(1, acc + 0.02)], "n": 100, "ci_method": "wilson-cc",
+         "n_test": 100, "majority_baseline": 0.5}
     return {"genrm": g, "genrm_shuffled": {**g, "accuracy": shuffled, "accuracy_ci": [0.42, 0.62]},
             "grpo": {"reward_first_quarter": first, "reward_last_quarter": last, "rewards": [first, last]}}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from scipy import stats as scipy_stats
 
 from echo_lib.llm import Completion, LLMSettings, make_llm
 from echo_lib.rewards.evaluate import evaluate, metrics_table, paired_accuracy, pearson
@@ -163,7 +164,8 @@ def test_paired_accuracy_pairs_by_id_by_hand():
     out = paired_accuracy(trained, twin)
     # shared e0-e3: trained right on e0, e1, e3 (0.75), the twin on none (0.0)
     assert out["n"] == 4 and out["difference"] == 0.75
-    lo, hi = out["ci"]
-    assert 0.0 <= lo <= 0.75 <= hi <= 1.0 and lo > 0   # every resample of (1, 1, 0, 1) minus 0 is >= 0
-    assert paired_accuracy(trained, twin, seed=0) == out        # seeded
+    # paired t over the differences (1, 1, 0, 1): sd 0.5, half-width t(0.975, 3) * 0.5 / 2
+    half = scipy_stats.t.ppf(0.975, 3) * 0.5 / 2
+    assert out["ci"] == [round(0.75 - half, 4), round(0.75 + half, 4)] and out["ci_method"] == "paired t"
+    assert out["ci"][0] < 0          # four items: the interval spans 0, no difference at this scale
     assert paired_accuracy(trained, [row(7, "better")]) is None  # nothing shared

@@ -83,6 +83,7 @@ def test_probe_learns_a_visible_label():
     assert m["n_train"] == 120 and m["n_test"] == 80 and m["majority_baseline"] == 0.5
     lo, hi = m["accuracy_ci"]
     assert lo <= m["accuracy"] <= hi
+    assert m["n"] == 80 and m["ci_method"] == "wilson-cc"
     assert "note" not in m
     assert set(m["accuracy_by_kind"]) == {"human", "model_reply"} and min(m["accuracy_by_kind"].values()) >= 0.95
     assert linear_probe(train, test, "humanlike", fake_embed, context_free=True)["accuracy"] >= 0.95

@@ -15,6 +15,7 @@ from echo_lib.rewards.prompts import VERDICT_SYSTEM
 from echo_lib.rewards.reward_fn import RewardModelFn
 from echo_lib.rewards.train import check_completion_room, train_reward_model
 from echo_lib.rewards.verdict import answer_probs, expected_value, option_answer, verdict_options
+from echo_lib.stats import wilson
 from test_rewards_data import empathy_item, humanlike_item
 from test_rewards_eval import llm as generating_llm
 
@@ -82,6 +83,7 @@ def test_verdict_first_humanlike_metrics_from_probabilities(tmp_path):
     assert m["auroc"] == 1.0                     # P(human) still ranks every human reply first
     lo, hi = m["accuracy_ci"]
     assert lo <= m["accuracy"] <= hi and hi <= 1.0
+    assert m["ci_method"] == "wilson-cc" and m["accuracy_ci"] == wilson(5, 6).bounds
     assert rows[0]["probs"] == {"human": 0.9, "machine": pytest.approx(0.1)}
 
 

@@ -76,7 +76,8 @@ def genrm_control(models: "ModelRegistry", base: str, rm: "RewardModelParams", p
                                      seed=seed)
         m, _ = evaluate(adapted_llm(models, base, out_dir / name / "adapter"), test, "humanlike", rm.eval.max_new_tokens,
                         context_free=True, decision=rm.decision)
-        result[name] = {"accuracy": m["accuracy"], "accuracy_ci": m["accuracy_ci"],
+        result[name] = {"accuracy": m["accuracy"], "accuracy_ci": m["accuracy_ci"], "n": m["n"],
+                        "ci_method": m["ci_method"],
                         "balanced_accuracy": m["balanced_accuracy"], "auroc": m["auroc"],
                         "majority_baseline": m["majority_baseline"], "n_test": m["n"],
                         "seconds": round(trained.seconds["total"], 1), "steps": trained.steps}

@@ -6,7 +6,7 @@ failure, never silently counted as some verdict. With `verdict_first` the verdic
 of the allowed verdicts (`choose`), and the probabilities give a graded value for the AUROC.
 
   accuracy            correct verdicts / items (a parse failure counts as wrong), with accuracy_ci, the
-                      bootstrap 95 % interval over items
+                      95 % Wilson score interval with continuity correction over items, and ci_method
   balanced_accuracy   the mean over the gold labels of the share of that label's items judged right
   auroc               how well the judgment's value (P(human); P(better) - P(worse); the candidate's score
                       minus the reference's) ranks the items of the positive label above the others
@@ -33,11 +33,11 @@ from typing import Any, Sequence
 
 from echo_lib.llm import Sampling
 from echo_lib.rewards.prompts import empathy_prompt, humanlike_prompt, scalar_prompt
-from echo_lib.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
+from echo_lib.stats import accuracy_by_kind, auroc, balanced_accuracy, paired_difference, proportion_interval
 from echo_lib.rewards.verdict import (EMPATHY_VERDICTS, answer_probs, expected_value, flip, option_answer, parse,
                                       score_target, score_to_verdict, verdict_options, verdict_value)
 
-METRICS = ["n", "accuracy", "accuracy_ci", "balanced_accuracy", "auroc", "majority_baseline", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
+METRICS = ["n", "accuracy", "accuracy_ci", "ci_method", "balanced_accuracy", "auroc", "majority_baseline", "accuracy_parsed", "parse_failure_rate", "position_bias", "slot_preference",
            "length_bias", "label_length_corr", "tie_rate", "score_corr"]
 
 
@@ -152,7 +152,8 @@ def metrics(rows: Sequence[dict], kind: str) -> dict[str, Any]:
                                              if k in r]
     m: dict[str, Any] = {k: None for k in METRICS}
     majority = Counter(r["label"] for r in rows).most_common(1)
-    m.update(n=n, accuracy=sum(correct) / n if n else None, accuracy_ci=bootstrap_ci([float(c) for c in correct]),
+    ci = proportion_interval([float(c) for c in correct])
+    m.update(n=n, accuracy=sum(correct) / n if n else None, accuracy_ci=ci.bounds, ci_method=ci.method,
              balanced_accuracy=balanced_accuracy([r["label"] for r in rows], [r["verdict"] for r in rows]),
              auroc=_auroc(rows, kind),
              majority_baseline=majority[0][1] / n if n else None,   # always answering the commonest label
@@ -199,17 +200,19 @@ def evaluate(llm, items: Sequence[dict], kind: str, max_new_tokens: int, positio
     return metrics(rows, kind), rows
 
 
-def paired_accuracy(rows: Sequence[dict], other: Sequence[dict], seed: int = 0) -> dict[str, Any] | None:
+def paired_accuracy(rows: Sequence[dict], other: Sequence[dict]) -> dict[str, Any] | None:
     """Accuracy of `rows` minus that of `other` on the items both judged (paired by id), with the paired
-    bootstrap 95 % interval: the comparison of two models on the same items. An interval that spans 0 is
-    no difference at this scale. None when they share no item."""
+    t 95 % interval of the per-item differences (echo_lib.stats.paired_difference), its n and method: the
+    comparison of two models on the same items. An interval that spans 0 is no difference at this scale.
+    None when they share no item."""
     theirs = {r["id"]: r["verdict"] == r["label"] for r in other}
     pairs = [(float(r["verdict"] == r["label"]), float(theirs[r["id"]])) for r in rows if r["id"] in theirs]
     if not pairs:
         return None
     a, b = zip(*pairs)
+    diff = paired_difference(a, b)
     return {"difference": round(sum(a) / len(a) - sum(b) / len(b), 4),
-            "ci": paired_bootstrap_ci(a, b, seed=seed), "n": len(pairs)}
+            "ci": diff.bounds, "n": diff.n, "ci_method": diff.method}
 
 
 def metrics_table(by_model: dict[str, dict]) -> list[dict]:

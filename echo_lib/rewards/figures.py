@@ -1,6 +1,6 @@
 """Stage 02's figure: the training curve beside the held-out accuracy of the trained reward model and
 everything it must be read against (majority baseline, untrained base, label-shuffle twin, linear probe
-on sentence embeddings), with bootstrap 95 % intervals where there are per-item results."""
+on sentence embeddings), with Wilson 95 % intervals (continuity-corrected) where there are per-item results."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,7 +43,7 @@ def rm_figure(train_log: str | Path | pd.DataFrame, record: dict, kind: str) -> 
     train_acc = record.get("train_accuracy")
     if train_acc is not None:
         right.axhline(train_acc, ls=":", c="C0", lw=1, label=f"trained, on its training items ({train_acc:.2f})")
-    right.set(title=f"{kind}: held-out accuracy (n={record['n_test']}, 95 % bootstrap intervals)", ylim=(0, 1.05),
+    right.set(title=f"{kind}: held-out accuracy (n={record['n_test']}, 95 % Wilson intervals)", ylim=(0, 1.05),
               ylabel="accuracy")
     right.tick_params(axis="x", rotation=15)
     right.legend(fontsize=8, loc="lower right")

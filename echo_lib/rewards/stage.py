@@ -12,7 +12,7 @@ majority baseline, the twin trained on shuffled labels (`shuffled_accuracy`, mus
 accuracy on training items (`train_accuracy`: memorising and failing to learn look alike on the test
 split alone) and a linear probe on sentence embeddings of the same items (`probe`: what the data
 allows a simple model to learn). `vs_base` and `vs_shuffled` are the trained model's paired accuracy gain
-over the base and over the twin on the same held-out items, with a paired bootstrap 95 % interval: at
+over the base and over the twin on the same held-out items, with a paired t 95 % interval: at
 the tiny scale the twin learns the answer format and the 135M prior (docs/STAGES.md, stage 02), so its gain over
 the twin is what training on the labels adds.
 """
@@ -195,8 +195,8 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
               "majority_baseline": test["majority_baseline"], **main,
               "train_accuracy": main.get("trained", {}).get("train_accuracy"),
               "shuffled_accuracy": main.get("trained", {}).get("shuffled_accuracy"),
-              "vs_base": _paired(results, "trained", "base", cfg.seed),
-              "vs_shuffled": _paired(results, "trained", "shuffled", cfg.seed),
+              "vs_base": _paired(results, "trained", "base"),
+              "vs_shuffled": _paired(results, "trained", "shuffled"),
               "probe": probe_metrics, "shuffled": by_model.get("shuffled"),
               "train_split": by_model.get("trained_on_train"),
               "training": _training(trained), "shuffled_training": _training(shuffled),
@@ -214,11 +214,11 @@ def write_outputs(cfg, kind: str, results: dict[str, tuple[dict, list[dict]]], t
     return record
 
 
-def _paired(results: dict[str, tuple[dict, list[dict]]], a: str, b: str, seed: int) -> dict | None:
+def _paired(results: dict[str, tuple[dict, list[dict]]], a: str, b: str) -> dict | None:
     """The paired accuracy difference of model a over model b on the held-out items (None if one is missing)."""
     if a not in results or b not in results:
         return None
-    return paired_accuracy(results[a][1], results[b][1], seed)
+    return paired_accuracy(results[a][1], results[b][1])
 
 
 def _training(t: TrainResult | None) -> dict | None:
