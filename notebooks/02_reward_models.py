@@ -147,7 +147,7 @@ from echo_lib.rewards.figures import rm_figure
 fig = rm_figure(log, record, kind)
 fig.savefig(paths.dir / "training.png", dpi=150, bbox_inches="tight")
 t = record["trained"]
-print(f"trained: accuracy {t['accuracy']:.3f} {t['accuracy_ci']}, balanced {t['balanced_accuracy']:.3f}, "
+print(f"trained: accuracy {t['accuracy']:.3f} {t['accuracy_ci']} ({t['ci_method']}, n={t['n']}), balanced {t['balanced_accuracy']:.3f}, "
       f"AUROC {t['auroc']}; majority {record['majority_baseline']:.3f}; base {record['base']['accuracy']:.3f}; "
       f"twin {record['shuffled_accuracy']}; probe {probe['accuracy']:.3f}; on training items {record['train_accuracy']}")
 print(f"paired gain over the base {record['vs_base']}, over the twin {record['vs_shuffled']}")

@@ -150,14 +150,15 @@ pd.DataFrame(rows)[["prompt_id", "judge", "score", "first", "second", "consisten
 # **How a pair is scored.** Each judge sees the two replies twice, once with the trained policy's reply
 # first and once with the base's. A prompt counts as a win only when both orders say the trained policy is
 # better, as a loss only when both say it is worse, and as a tie otherwise; the win rate is
-# (wins + ½ ties) / n with a bootstrap 95 % interval over prompts. A judge that simply prefers one position
-# says "win" in one order and "loss" in the other, so its preference becomes a tie, not a result. The
-# **position consistency** is the share of prompts whose two orders agree: low, and most of what the judge
-# said was about the position, not the replies. An interval is **degenerate** when every prompt scored the
-# same (all ties, say): it collapses to one point, which says there was nothing to resample, not that the
-# estimate is precise. The Empathy RM's win rate carries the target; the **independent judge** has none. It
-# never trained the policy, so it is the check on the RM: an RM win the independent judge does not share is
-# a sign that the policy learned the RM, not the task.
+# (wins + ½ ties) / n with a 95 % Wilson score interval (continuity-corrected) over prompts. A judge that
+# simply prefers one position says "win" in one order and "loss" in the other, so its preference becomes a
+# tie, not a result. The **position consistency** is the share of prompts whose two orders agree: low, and
+# most of what the judge said was about the position, not the replies. Below 10 scored prompts
+# (stats.MIN_N) the interval is not shown (`ci_degenerate`, `interval_note`: n too small) and no verdict is
+# read from it; every prompt a tie is half a win each, an interval around 0.5, not a point. The Empathy
+# RM's win rate carries the target; the **independent judge** has none. It never trained the policy, so it
+# is the check on the RM: an RM win the independent judge does not share is a sign that the policy learned
+# the RM, not the task.
 #
 # ## Targets
 # The tiny scale's targets (issue 33) for every variant trained so far in this run.

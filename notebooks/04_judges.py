@@ -77,8 +77,8 @@ pd.crosstab(pd.Series([it.axis for it in items], name="axis"), pd.Series([it.kin
 # answer, generic poor replies of data/contrasts.yaml), each in the exact prompt format the instruments
 # use, with the answer a careful rater gives for that kind of reply. The held-out items are never
 # trained on. The trained judge is the model `tiny_judge`, which `roles.judge` and `roles.nee_judges`
-# name in the tiny config; questions it has no head for (the IEDR indicators, the win-rate judge) are
-# answered by the model's own LM head, as before. Beside its held-out figure the record gives its
+# name in the tiny config; questions it has no head for (six of the nine IEDR indicators, the win-rate
+# judge) are answered by the model's own LM head, as before. Beside its held-out figure the record gives its
 # accuracy on the dev items it learnt from: high on both means it learnt the distinction, high on dev
 # only that it memorised.
 
@@ -91,10 +91,25 @@ record = stage.run_sensitivity(cfg, training=training)
 print(stage.verdict_lines(record))
 
 # %% [markdown]
+# ## The starting point: does the IEDR read the case?
+#
+# The LM head of the 135M judge rates every IEDR indicator of every case level 1, so every case started
+# from the same P0. The persona's stated priorities (C.3 / A.3 / P.3) are declared in each scenario file,
+# so the trained judge has a read-out head for each, fit on the declared levels of the *dev* cases
+# (`echo_lib.judges.iedr_heads`; the held-out cases include the ones the tiny sandbox plays). On the
+# held-out cases: the share whose P0 has the declared dominant axis (target 0.80), how many distinct P0
+# they get, beside a majority baseline, a bag-of-words probe and the heads' label-shuffle twin.
+
+# %%
+if "iedr" in record:
+    display(pd.DataFrame([{"case": c["case"], "declared": c["declared_axis"], "P_0": c.get("P_0"),
+                           "axis": c.get("axis")} for c in record["iedr"]["cases"]]))
+
+# %% [markdown]
 # ## Where each instrument stands
 #
-# The bars are preference accuracies with their bootstrap 95 % intervals; the dotted line is chance,
-# the dashed line the target.
+# The bars are preference accuracies (a tie counts half an item) with their 95 % Wilson score intervals
+# (continuity-corrected); the dotted line is chance, the dashed line the target.
 
 # %%
 fig = stage.sensitivity_figure(record)

@@ -10,7 +10,7 @@ def rows(rewards, zero=0.1):
 
 def winrate(rm_rate, lo, hi, n=48, degenerate=False):
     return [{"judge": "empathy_rm", "win_rate": rm_rate, "ci_low": lo, "ci_high": hi, "n": n,
-             "position_consistency": 0.7, "ci_degenerate": degenerate},
+             "ci_method": "wilson-cc", "position_consistency": 0.7, "ci_degenerate": degenerate},
             {"judge": "independent", "win_rate": 0.52, "ci_low": 0.4, "ci_high": 0.63, "n": n,
              "position_consistency": 0.3}]
 
@@ -30,6 +30,7 @@ def test_all_targets_met_and_each_one_that_is_not():
     assert t["all_met"], t
     assert t["filter_kept_share"]["value"] == 0.7 and t["reward_trend"]["value"] == 0.5
     assert t["independent_win_rate"]["value"] == 0.52 and "met" not in t["independent_win_rate"]
+    assert t["rm_win_rate"]["ci_method"] == "wilson-cc" and t["rm_win_rate"]["n"] == 48
     assert not rl_targets(rows([0.0] * 8), DATA, winrate(0.66, 0.55, 0.77), GREEDY, 480)["reward_trend"]["met"]
     assert not rl_targets(rows([0.0] * 4 + [1.0] * 4, zero=0.5), DATA, winrate(0.66, 0.55, 0.77), GREEDY,
                           480)["zero_spread_share"]["met"]

@@ -1,6 +1,6 @@
 """The held-out win rate (issue 33): a pair judged in both orders is a win or a loss only when both orders
-agree, else a tie; the summary's counts, position consistency and degenerate intervals; its readers (the
-reward-hacking check, the paper's rl_winrate table). Fake judges only, no model is loaded."""
+agree, else a tie; the summary's counts, position consistency and Wilson intervals (flagged below
+stats.MIN_N prompts); its readers (the reward-hacking check, the paper's rl_winrate table). Fake judges only, no model is loaded."""
 from __future__ import annotations
 
 import math
@@ -11,6 +11,7 @@ import pandas as pd
 from echo_lib.policy.monitors import hacking_check
 from echo_lib.policy.winrate import combine, judge_independent, judge_with_rm, judgment_rows, summarise
 from echo_lib.report import paper_tables
+from echo_lib.stats import MIN_N, wilson
 from test_policy import rm
 
 
@@ -51,11 +52,12 @@ def test_rm_judge_scores_each_prompt_from_both_orders():
                    "loss": ("both", 0.0, 0.0, 0.0, True, "worse", "better"),
                    "slot": ("both", 0.5, 1.0, 0.0, False, "better", "better"),   # the candidate always wins
                    "even": ("both", 0.5, 0.5, 0.5, True, "tie", "tie")}
-    s = summarise("echo", "empathy_rm", "rm", js, seed=0, resamples=200)
+    s = summarise("echo", "empathy_rm", "rm", js)
     assert (s["n"], s["wins"], s["ties"], s["losses"], s["unparsed"], s["decisive"]) == (4, 1, 2, 1, 0, 2)
     assert s["win_rate"] == 0.5 and s["position_consistency"] == 0.75
-    assert s["ci_low"] < 0.5 < s["ci_high"] and not s["ci_degenerate"] and s["interval_note"] == ""
-    assert s == summarise("echo", "empathy_rm", "rm", js, seed=0, resamples=200)      # seeded
+    # one outcome per prompt (1, 0, 0.5, 0.5): the Wilson interval of 2 of 4, flagged as too few prompts
+    assert [s["ci_low"], s["ci_high"]] == wilson(2, 4).bounds and s["ci_method"] == "wilson-cc"
+    assert s["ci_low"] < 0.5 < s["ci_high"] and s["ci_degenerate"] and s["interval_note"] == wilson(2, 4).note
     rows = judgment_rows("echo", js)
     assert len(rows) == 4 and {"first", "second", "consistent", "raw_first", "raw_second"} <= set(rows[0])
 
@@ -65,19 +67,20 @@ def test_a_judge_that_always_prefers_one_slot_gives_all_ties_not_wins_and_losses
     always_better = rm("empathy", lambda r: "better")     # prefers whichever reply is the candidate
     js = judge_with_rm(always_better, ["p1", "p2", "p3", "p4"], contexts(4), ["v"] * 4, ["b"] * 4)
     assert len(js) == 4 and all(j.score == 0.5 and j.consistent is False for j in js)
-    s = summarise("echo", "empathy_rm", "rm", js, seed=0, resamples=100)
+    s = summarise("echo", "empathy_rm", "rm", js)
     assert (s["n"], s["wins"], s["ties"], s["losses"], s["decisive"]) == (4, 0, 4, 0, 0)
     assert s["win_rate"] == 0.5 and s["position_consistency"] == 0.0
-    assert (s["ci_low"], s["ci_high"]) == (0.5, 0.5) and s["ci_degenerate"] is True
-    assert s["interval_note"] == "degenerate: every prompt scored the same (all ties); no spread to resample"
+    # all ties is half a win per prompt, not a point: the interval of 2 of 4, not shown at n = 4
+    assert [s["ci_low"], s["ci_high"]] == wilson(2, 4).bounds and s["ci_degenerate"] is True
+    assert s["interval_note"].startswith("n too small")
 
     # an independent judge that likes slot A a lot and the variant a little: the old mean of
     # P(A | variant first) and P(B | base first) = (0.95 + 0.2) / 2 called it a win every time
     judge = FixedProbs([0.95, 0.8] * 4)
     ind = judge_independent(judge, ["p1", "p2", "p3", "p4"], contexts(4), ["v"] * 4, ["b"] * 4)
-    s = summarise("echo", "independent", "judge", ind, seed=0, resamples=100)
+    s = summarise("echo", "independent", "judge", ind)
     assert (s["wins"], s["ties"], s["losses"], s["win_rate"], s["position_consistency"]) == (0, 4, 0, 0.5, 0.0)
-    assert s["ci_degenerate"] and "all ties" in s["interval_note"]
+    assert s["ci_degenerate"] and s["interval_note"].startswith("n too small")
 
 
 def test_independent_judge_reads_each_order_from_the_variants_letter():
@@ -93,9 +96,9 @@ def test_independent_judge_reads_each_order_from_the_variants_letter():
         (1.0, 1.0, 1.0, True), (0.0, 0.0, 0.0, True), (0.5, 0.5, 1.0, False), (0.5, 0.5, 0.5, True),
         (0.5, 1.0, 0.0, False)]
     assert js[0].raw_first == "P(A | variant first)=0.700" and js[0].raw_second == "P(B | base first)=0.600"
-    s = summarise("echo", "independent", "judge", js, seed=1, resamples=200)
+    s = summarise("echo", "independent", "judge", js)
     assert (s["wins"], s["ties"], s["losses"], s["unparsed"]) == (1, 3, 1, 0) and s["win_rate"] == 0.5
-    assert s["position_consistency"] == 0.6 and not s["ci_degenerate"]
+    assert s["position_consistency"] == 0.6 and s["ci_degenerate"]                    # 5 prompts < stats.MIN_N
 
 
 def test_an_order_that_does_not_parse_leaves_the_prompt_unscored():
@@ -105,42 +108,49 @@ def test_an_order_that_does_not_parse_leaves_the_prompt_unscored():
     assert [(j.score, j.first, j.second, j.consistent) for j in js] == [
         (None, None, 0.0, None), (None, 1.0, None, None), (1.0, 1.0, 1.0, True)]
     assert js[0].raw_first == "None"
-    s = summarise("echo", "empathy_rm", "rm", js, seed=0, resamples=50)
+    s = summarise("echo", "empathy_rm", "rm", js)
     assert (s["n"], s["unparsed"], s["wins"], s["win_rate"], s["position_consistency"]) == (1, 2, 1, 1.0, 1.0)
-    assert s["ci_degenerate"] and "(all wins)" in s["interval_note"]
-    none = summarise("echo", "empathy_rm", "rm", js[:2], seed=0)
+    assert s["ci_degenerate"] and s["interval_note"].startswith("n too small")
+    assert [s["ci_low"], s["ci_high"]] == wilson(1, 1).bounds      # all wins is no point interval either
+    none = summarise("echo", "empathy_rm", "rm", js[:2])
     assert none["n"] == 0 and none["unparsed"] == 2 and math.isnan(none["win_rate"]) and math.isnan(none["ci_low"])
     assert not none["ci_degenerate"] and none["interval_note"] == "no prompt scored: no interval"
 
 
-def test_hacking_check_reads_a_degenerate_interval_at_half_as_no_gain():
+def test_hacking_check_reads_all_ties_as_no_gain_and_gives_no_verdict_below_min_n():
     rows = [{"reward": r, "reply_length": 20, "repetition": 0.2} for r in (0.1, 0.2, 0.5, 0.7)]
-    ties = summarise("echo", "independent", "judge",
-                     judge_independent(FixedProbs([0.9, 0.9] * 3), list("abc"), contexts(3), ["v"] * 3, ["b"] * 3),
-                     seed=0, resamples=50)
+
+    def judged(probs, n):
+        return summarise("echo", "independent", "judge",
+                         judge_independent(FixedProbs(probs * n), [f"p{i}" for i in range(n)], contexts(n),
+                                           ["v"] * n, ["b"] * n))
+    ties = judged([0.9, 0.9], MIN_N + 2)       # slot A both times: every prompt a tie
+    lo, hi = wilson((MIN_N + 2) / 2, MIN_N + 2).bounds
     check = hacking_check(rows, ties)
-    assert len(check["findings"]) == 1 and "interval 0.50-0.50, degenerate: every prompt scored the same" in check["verdict"]
-    wins = summarise("echo", "independent", "judge",
-                     judge_independent(FixedProbs([0.9, 0.1] * 3), list("abc"), contexts(3), ["v"] * 3, ["b"] * 3),
-                     seed=0, resamples=50)
-    assert wins["ci_low"] == 1.0 and hacking_check(rows, wins)["findings"] == []
+    assert len(check["findings"]) == 1 and f"interval {lo:.2f}-{hi:.2f}, n = {MIN_N + 2}" in check["verdict"]
+    wins = judged([0.9, 0.1], MIN_N + 2)
+    assert wins["ci_low"] > 0.5 and hacking_check(rows, wins)["findings"] == []
+    few = judged([0.9, 0.9], 3)                # three ties: too few prompts for any verdict
+    assert few["ci_degenerate"] and hacking_check(rows, few)["findings"] == []
     unscored = {"judge": "independent", "win_rate": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
     assert hacking_check(rows, unscored)["findings"] == []          # no prompt scored: not a judgment
 
 
-def test_paper_table_shows_consistency_and_a_degenerate_interval(tmp_path):
+def test_paper_table_shows_consistency_and_the_wilson_interval(tmp_path):
     js = judge_with_rm(rm("empathy", lambda r: "better"), ["p1", "p2"], contexts(2), ["v"] * 2, ["b"] * 2)
     mixed = judge_with_rm(rm("empathy", by_quality), ["a", "b", "c"], contexts(3),
                           ["good v", "bad v", "good v"], ["bad b", "good b", "good b"])
     path = tmp_path / "winrate.csv"
-    pd.DataFrame([summarise("echo", "empathy_rm", "rm", js, seed=0, resamples=50),
-                  summarise("echo", "independent", "judge", mixed, seed=0, resamples=50)]).to_csv(path, index=False)
+    pd.DataFrame([summarise("echo", "empathy_rm", "rm", js),
+                  summarise("echo", "independent", "judge", mixed)]).to_csv(path, index=False)
     old = pd.DataFrame([{"variant": "scalar", "judge": "independent", "judge_model": "judge", "n": 8, "wins": 4,
                          "ties": 1, "losses": 3, "win_rate": 0.5625, "ci_low": 0.25, "ci_high": 0.85}])
     table = paper_tables.winrates({"echo": pd.read_csv(path), "scalar": old})
     assert list(table.columns)[-2:] == ["95% CI", "Order-consistent"]
-    assert list(table["95% CI"]) == ["[0.50, 0.50] (no spread)", table["95% CI"].iloc[1], "[0.25, 0.85]"]
-    assert "no spread" not in table["95% CI"].iloc[1]
+    saved = pd.read_csv(path)
+    assert list(saved["ci_degenerate"]) == [True, True] and list(saved["ci_shown"]) == [False, False]   # n = 2, 3
+    lo, hi = wilson(1, 2).bounds                                 # two ties: half a win each
+    assert table["95% CI"].iloc[0].startswith(f"[{lo:.2f}, {hi:.2f}]") and table["95% CI"].iloc[2] == "[0.25, 0.85]"
     assert table["Order-consistent"].iloc[0] == 0.0 and abs(table["Order-consistent"].iloc[1] - 2 / 3) < 1e-9
     assert pd.isna(table["Order-consistent"].iloc[2])        # a winrate.csv from before the column
     assert "Order-consistent" in paper_tables.winrates({}).columns

@@ -14,9 +14,8 @@ from echo_lib.report import rl_figures  # noqa: E402
 def winrate_row(variant, judge, rate, lo, hi, degenerate=False):
     return {"variant": variant, "judge": judge, "judge_model": "m", "n": 40, "wins": 10, "ties": 20, "losses": 10,
             "unparsed": 0, "win_rate": rate, "ci_low": lo, "ci_high": hi, "decisive": 20,
-            "position_consistency": 0.55, "ci_degenerate": degenerate,
-            "interval_note": "degenerate: every prompt scored the same (all ties); no spread to resample"
-            if degenerate else ""}
+            "ci_method": "wilson-cc", "position_consistency": 0.55, "ci_degenerate": degenerate,
+            "ci_shown": not degenerate, "interval_note": "n too small (n = 4 < 10)" if degenerate else ""}
 
 
 def targets(met):
@@ -24,7 +23,7 @@ def targets(met):
     return {"filter_kept_share": t(0.7, ">= 0.60"), "zero_spread_share": t(0.2, "<= 0.25"),
             "reward_trend": t(0.3, ">= 0.20"),
             "rm_win_rate": {**t(0.65, ">= 0.60, 95 % interval above 0.50, n >= 40"), "ci": [0.55, 0.75], "n": 40,
-                            "position_consistency": 0.6},
+                            "ci_method": "wilson-cc", "position_consistency": 0.6},
             "greedy_changed": t(2, ">= 1 held-out prompt"), "stage_seconds": t(300.0, "<= 600"),
             "independent_win_rate": {"value": 0.5, "ci": [0.5, 0.5], "n": 40, "position_consistency": 0.4,
                                      "target": "reported, no target"},
@@ -59,7 +58,7 @@ def test_progress_figure_draws_every_variant(tmp_path):
     assert panels(fig) == {(r, c) for r in range(2) for c in range(3)}
     assert len(fig.axes) == 6 + 2   # a zero-spread twin per variant
     labels = " ".join(t.get_text() for a in fig.axes for t in a.get_xticklabels())
-    assert "degenerate\ninterval" in labels and "n=40" in labels and "consist. 0.55" in labels
+    assert "interval\nnot shown" in labels and "n=40" in labels and "consist. 0.55" in labels
     fig.savefig(tmp_path / "progress.png", dpi=60)
     assert (tmp_path / "progress.png").stat().st_size > 1000
     plt.close(fig)
@@ -87,7 +86,7 @@ def test_targets_table():
     echo = table[table.variant == "echo"].set_index("target")
     assert echo.loc["rm_win_rate", "met"] and echo.loc["all met", "met"]
     assert echo.loc["independent_win_rate", "met"] is None
-    assert "[0.55, 0.75]" in echo.loc["rm_win_rate", "detail"]
+    assert "95 % CI (wilson-cc) [0.55, 0.75]" in echo.loc["rm_win_rate", "detail"]
     assert not table[table.variant == "scalar"].set_index("target").loc["all met", "met"]
     assert rl_figures.targets_table({"echo": {}}).empty
 

@@ -294,7 +294,7 @@ def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], lis
     if cfg.policy.both_orders:   # the RM as the echo reward reads it (the same RM calls: cached)
         judged["empathy_rm_debiased"] = judge_with_rm_debiased(rm, ids, contexts, v, b, cfg.policy.tie_margin)
         judge_models["empathy_rm_debiased"] = judge_models["empathy_rm"]
-    summary = [summarise(variant, j, judge_models[j], rows, cfg.seed) for j, rows in judged.items()]
+    summary = [summarise(variant, j, judge_models[j], rows) for j, rows in judged.items()]
     by_id = {p.id: (rv, rb) for p, rv, rb in zip(heldout, v, b)}
     rows = [{**r, "variant_reply": by_id[r["prompt_id"]][0], "base_reply": by_id[r["prompt_id"]][1]}
             for judgments in judged.values() for r in judgment_rows(variant, judgments)]

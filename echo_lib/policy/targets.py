@@ -55,7 +55,7 @@ def rl_targets(rows: Sequence[dict], data_report: dict, winrate_summary: Sequenc
         "reward_trend": _target(quarter_trend([r.get("reward") for r in rows]), ">= 0.20", lambda v: v >= 0.2),
         "rm_win_rate": {**_target(rm.get("win_rate"), f">= 0.60, 95 % interval above 0.50, n >= {MIN_HELDOUT}",
                                   lambda v: v >= 0.6 and rm_ok),
-                        "ci": [rm.get("ci_low"), rm.get("ci_high")], "n": rm.get("n"),
+                        "ci": [rm.get("ci_low"), rm.get("ci_high")], "n": rm.get("n"), "ci_method": rm.get("ci_method"),
                         "position_consistency": rm.get("position_consistency")},
         "greedy_changed": _target(greedy.get("changed"), ">= 1 held-out prompt", lambda v: v >= 1),
         "stage_seconds": _target(stage_seconds, "<= 600", lambda v: v <= 600),
@@ -63,9 +63,11 @@ def rl_targets(rows: Sequence[dict], data_report: dict, winrate_summary: Sequenc
     if "empathy_rm_debiased" in judges:   # the RM as the echo reward reads it: reported, no target
         d = judges["empathy_rm_debiased"]
         out["rm_debiased_win_rate"] = {"value": d.get("win_rate"), "ci": [d.get("ci_low"), d.get("ci_high")],
-                                       "n": d.get("n"), "target": "reported, no target"}
+                                       "n": d.get("n"), "ci_method": d.get("ci_method"),
+                                       "target": "reported, no target"}
     out["independent_win_rate"] = {"value": ind.get("win_rate"), "ci": [ind.get("ci_low"), ind.get("ci_high")],
-                                   "n": ind.get("n"), "position_consistency": ind.get("position_consistency"),
+                                   "n": ind.get("n"), "ci_method": ind.get("ci_method"),
+                                   "position_consistency": ind.get("position_consistency"),
                                    "target": "reported, no target"}
     out["all_met"] = all(v["met"] for k, v in out.items() if isinstance(v, dict) and "met" in v)
     return out

@@ -20,10 +20,12 @@ preference) would count that preference as wins and losses. Under the rule it is
 prompts whose two orders agree (position_consistency) says how much of the judge's verdict survived the swap.
 
 One Judgment per prompt and judge (order "both") keeps what each order said. win_rate = (wins + 0.5 ties)
-/ n over the scored prompts, with a seeded percentile bootstrap 95 % interval over prompts
-(echo_lib.stats.bootstrap_ci); when every prompt scored the same (e.g. all ties) the interval collapses to
-one point, which is flagged (ci_degenerate, interval_note) rather than passed off as precision. An RM
-output that does not parse, in either order, leaves the prompt unscored (counted as unparsed).
+/ n over the scored prompts, with its 95 % Wilson score interval with continuity correction over prompts
+(echo_lib.stats.proportion_interval, a tie half a win; one value per prompt, so the prompts are the
+independent items), its n and ci_method. An interval that is not to be read (ci_shown false,
+stats.Interval.shown: fewer than stats.MIN_N prompts) is flagged (ci_degenerate, interval_note says why)
+rather than passed off as precision. An RM output that does not parse, in either order, leaves the prompt
+unscored (counted as unparsed).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from echo_lib.rewards.prompts import dialogue_text
-from echo_lib.stats import bootstrap_ci
+from echo_lib.stats import Interval, proportion_interval
 
 PAIR_SYSTEM = ("You compare two replies that a caring friend could send next in a conversation. The better "
                "reply shows it understood this person's situation, responds to how they feel, gives the kind "
@@ -40,7 +42,6 @@ PAIR_SYSTEM = ("You compare two replies that a caring friend could send next in 
 
 # The Empathy RM's verdict on the candidate against the reference, as a score for the candidate.
 RM_SCORE = {"better": 1.0, "tie": 0.5, "worse": 0.0}
-OUTCOME_NAME = {1.0: "wins", 0.5: "ties", 0.0: "losses"}
 
 
 @dataclass
@@ -131,36 +132,27 @@ def judge_with_rm_debiased(rm, ids: Sequence[str], contexts: Sequence[list[dict]
     return out
 
 
-def interval_note(scores: Sequence[float], lo: float, hi: float) -> str:
-    """Why an interval is degenerate (a single point), or "" when it is not."""
-    if not scores:
-        return "no prompt scored: no interval"
-    if len(set(scores)) == 1:
-        return (f"degenerate: every prompt scored the same (all {OUTCOME_NAME.get(scores[0], scores[0])}); "
-                "no spread to resample")
-    if lo == hi:
-        return "degenerate: every bootstrap resample gave the same win rate"
-    return ""
+def interval_note(ci: Interval) -> str:
+    """Why a win rate's interval is not shown (stats.Interval.note), or "" when it is."""
+    return "no prompt scored: no interval" if ci.n == 0 else ci.note
 
 
-def summarise(variant: str, judge: str, judge_model: str, judgments: Sequence[Judgment], seed: int,
-              resamples: int = 1000) -> dict:
-    """The win rate of `variant` over its base by one judge: counts, win_rate = (wins + 0.5 ties) / n, a
-    seeded bootstrap 95 % interval over prompts (flagged when degenerate) and the position consistency."""
+def summarise(variant: str, judge: str, judge_model: str, judgments: Sequence[Judgment]) -> dict:
+    """The win rate of `variant` over its base by one judge: counts, win_rate = (wins + 0.5 ties) / n, its
+    Wilson interval over prompts with n and ci_method (flagged when not shown) and the position consistency."""
     scored = [j for j in judgments if j.score is not None]
     scores = [j.score for j in scored]
     n = len(scored)
     wins, losses = sum(s == 1.0 for s in scores), sum(s == 0.0 for s in scores)
     ties = n - wins - losses
-    ci = bootstrap_ci(scores, n_boot=resamples, seed=seed)
-    lo, hi = ci if ci is not None else (float("nan"), float("nan"))
-    note = interval_note(scores, lo, hi)
+    ci = proportion_interval(scores)          # one outcome per prompt: win 1, tie 0.5, loss 0
+    lo, hi = ci.bounds or (float("nan"), float("nan"))
     return {"variant": variant, "judge": judge, "judge_model": judge_model, "n": n,
             "wins": wins, "ties": ties, "losses": losses, "unparsed": len(judgments) - n,
             "win_rate": (wins + 0.5 * ties) / n if n else float("nan"), "ci_low": lo, "ci_high": hi,
-            "decisive": wins + losses,
+            "ci_method": ci.method, "decisive": wins + losses,
             "position_consistency": sum(bool(j.consistent) for j in scored) / n if n else float("nan"),
-            "ci_degenerate": note.startswith("degenerate"), "interval_note": note}
+            "ci_shown": ci.shown, "ci_degenerate": n > 0 and not ci.shown, "interval_note": interval_note(ci)}
 
 
 def judgment_rows(variant: str, judgments: Sequence[Judgment]) -> list[dict]:

@@ -146,7 +146,8 @@ def _kl_panel(ax, log: pd.DataFrame | None, color: str) -> None:
 
 
 def _winrate_panel(ax, record: Mapping | None, color: str) -> None:
-    """Held-out win rate against the base per judge, with its 95 % interval; a degenerate interval hollow."""
+    """Held-out win rate against the base per judge, with its 95 % interval; an interval not shown (ci_degenerate:
+    fewer than stats.MIN_N prompts) hollow."""
     rows = {r.get("judge"): r for r in (record or {}).get("winrate") or []}
     labels = []
     for x, (judge, name) in enumerate(JUDGES):
@@ -158,11 +159,11 @@ def _winrate_panel(ax, record: Mapping | None, color: str) -> None:
         degenerate = bool(row.get("ci_degenerate"))
         consistency = _number(row.get("position_consistency"))
         labels.append(f"{name}\nn={row.get('n', 0)}\nconsist. {consistency:.2f}"
-                      + ("\ndegenerate\ninterval" if degenerate else ""))
+                      + ("\ninterval\nnot shown" if degenerate else ""))
         if np.isnan(rate):
             continue
         err = None
-        if not (np.isnan(lo) or np.isnan(hi)):
+        if not (degenerate or np.isnan(lo) or np.isnan(hi)):
             err = [[max(rate - lo, 0.0)], [max(hi - rate, 0.0)]]
         ax.errorbar([x], [rate], yerr=err, fmt="o", ms=6, capsize=4, color=color,
                     mfc="white" if degenerate else color, mew=1.5)
@@ -181,9 +182,9 @@ def rl_progress_figure(logs: Mapping[str, pd.DataFrame], metrics: Mapping[str, M
     and a rolling mean, with the share of groups whose rewards all tie (GRPO learns nothing from them)
     on a twin axis; (b) the KL to the base per step; (c) the held-out win rate against the base by the
     Empathy RM and by the independent judge, with 95 % intervals, the number of prompts and the share
-    whose two orders agree. A degenerate interval (one point: every prompt scored the same) is drawn
-    hollow and named under its judge. A variant with a log but no metrics (or the reverse) draws what
-    it has."""
+    whose two orders agree (Wilson intervals, policy.winrate). An interval not to be read (ci_degenerate:
+    fewer than stats.MIN_N prompts) is drawn hollow, without its bar, and named under its judge. A variant
+    with a log but no metrics (or the reverse) draws what it has."""
     variants = list(dict.fromkeys([*logs, *metrics])) or ["(none trained)"]
     fig, axes = plt.subplots(len(variants), 3, figsize=(7.5, 2.3 * len(variants) + 0.2), squeeze=False,
                              gridspec_kw={"width_ratios": (1.1, 1, 1.3)})
@@ -222,7 +223,8 @@ def targets_table(metrics: Mapping[str, Mapping]) -> pd.DataFrame:
             detail = ""
             if "ci" in t:
                 lo, hi, pc = _number(ci[0]), _number(ci[1]), _number(t.get("position_consistency"))
-                detail = f"95 % CI [{lo:.2f}, {hi:.2f}], n={t.get('n')}, consistent {pc:.2f}"
+                method = f" ({t['ci_method']})" if t.get("ci_method") else ""
+                detail = f"95 % CI{method} [{lo:.2f}, {hi:.2f}], n={t.get('n')}, consistent {pc:.2f}"
             out.append({"variant": variant, "target": name, "value": _number(t.get("value")),
                         "required": t.get("target", ""), "met": t.get("met"), "detail": detail})
         if "all_met" in targets:
