@@ -12,6 +12,8 @@ last-token A/B head picked the same letter in both orders for a third of the hel
 The heads learn from exactly the examples the SFT recipe uses (echo_lib.judges.train.examples): the dev
 items' good and poor replies, an off-topic contrast and bank replies, each in the instruments' own prompt
 formats with the answer a careful rater gives for that kind of reply. Never from the held-out items.
+Beside them, the IEDR's three priority indicators (C.3 / A.3 / P.3) get heads fit on the dev cases' declared
+priorities (echo_lib.judges.iedr_heads), so that the tiny sandbox's starting point P0 reads the case.
 """
 from __future__ import annotations
 
@@ -23,9 +25,11 @@ from echo_lib.judges.sensitivity_set import SensitivityItem
 
 
 def fit_readout_judge(llm, items: Sequence[SensitivityItem], out_dir: str | Path, *, layer: int, C: float,
-                      bank: dict[str, list[str]], bank_per_item: int, variants: int, seed: int) -> dict:
+                      bank: dict[str, list[str]], bank_per_item: int, variants: int, seed: int,
+                      cases: Sequence = ()) -> dict:
     """Fit and save the heads (out_dir/heads.json, heads.npz) from `llm`'s states (an hf-backend LLM of the
-    base model); returns what the record says about the fit."""
+    base model); returns what the record says about the fit. `cases` (dev scenarios) add the IEDR's priority
+    heads, C.3 / A.3 / P.3, fit on their declared priorities (echo_lib.judges.iedr_heads)."""
     import numpy as np
 
     from echo_lib.judges.train import examples
@@ -42,8 +46,19 @@ def fit_readout_judge(llm, items: Sequence[SensitivityItem], out_dir: str | Path
     states[rest] = llm.backend.last_states([exs[i].prompt for i in rest], layer)
     if pairs:
         states[pairs] = llm.backend.contrast_states([exs[i].prompt for i in pairs], layer, PAIR_MARKS)
-    heads = fit_heads(states, questions, [e.target for e in exs], layer, C, seed, marks={PAIR_QUESTION: PAIR_MARKS})
+    targets = [e.target for e in exs]
+    iedr = {}
+    if cases:   # the IEDR's priority heads: the dev cases' three priority prompts, their declared levels
+        from echo_lib.judges.iedr_heads import training_rows
+        iedr_start = time.perf_counter()
+        chats, iedr_targets = training_rows(cases)
+        states = np.concatenate([states, llm.backend.last_states(chats, layer)])
+        questions += [question(c) for c in chats]
+        targets += iedr_targets
+        iedr = {"iedr_cases": len(cases), "iedr_examples": len(chats), "iedr_heads": sorted({question(c) for c in chats}),
+                "iedr_seconds": round(time.perf_counter() - iedr_start, 1)}
+    heads = fit_heads(states, questions, targets, layer, C, seed, marks={PAIR_QUESTION: PAIR_MARKS})
     heads.save(out_dir)
-    return {"method": "readout", "layer": layer, "C": C, "examples": len(exs), "heads": len(heads.heads),
+    return {"method": "readout", "layer": layer, "C": C, "examples": len(exs), "heads": len(heads.heads), **iedr,
             "contrast_heads": sorted(q for q, h in heads.heads.items() if h.marks),
             "skipped_questions": heads.skipped, "seconds": round(time.perf_counter() - start, 1)}

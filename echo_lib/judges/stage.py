@@ -2,7 +2,8 @@
 
     results/<run>/judges/sensitivity.json   {"sandbox_judge": {"accuracy", "accuracy_ci", "n", "ci_method", "by_axis",
                                              "by_kind", ...}, "nee": {"accuracy", "alpha", "position_bias",
-                                             "judges": {...}},
+                                             "judges": {...}}, "iedr": {"dominant_axis", "distinct_P0",
+                                             "majority", "probe", "shuffled", ...} (with IEDR heads),
                                              "length_rule": {...}, "thresholds", "passed", "set", "provenance"}
     results/<run>/judges/sensitivity.png    accuracies with their intervals, chance, the length rule, the targets
 
@@ -17,6 +18,7 @@ notebook, the paper and the tests read the same.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -54,12 +56,13 @@ def train(cfg) -> dict | None:
         return None
     dev = select(load_set(set_path(cfg)), "dev", t.max_dev_items)
     if t.method == "readout":
+        from echo_lib.judges.iedr_heads import own_split
         from echo_lib.judges.readout import fit_readout_judge
         from echo_lib.models import load_llm
         from echo_lib.synthesis.contrasts import load_bank
         fit = fit_readout_judge(load_llm(cfg, t.base), dev, cfg.models[TRAINED_JUDGE].readout, layer=t.layer, C=t.C,
                                 bank=load_bank(t.bank_file), bank_per_item=t.bank_per_item,
-                                variants=cfg.nee.prompt_variants, seed=cfg.seed)
+                                variants=cfg.nee.prompt_variants, seed=cfg.seed, cases=own_split(cfg.seed)[0])
         return {"model": TRAINED_JUDGE, "base": t.base, "dev_items": len(dev), **fit}
     from echo_lib.judges.train import train_judge
     from echo_lib.models import registry
@@ -123,8 +126,21 @@ def run_nee(cfg, items, llms: dict | None = None) -> dict:
     return {"models": list(cfg.roles.nee_judges), "prompt_variants": cfg.nee.prompt_variants, **out}
 
 
+def run_iedr(cfg, llm=None) -> dict:
+    """The sandbox judge's IEDR on the held-out own cases (echo_lib.judges.iedr_heads): does P0 read the case?"""
+    from echo_lib.judges.iedr_heads import check, own_split
+    from echo_lib.models import load_llm
+    from echo_lib.sandbox.judge import Judge
+    p = cfg.sandbox_run
+    judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+    dev, heldout = own_split(cfg.seed)
+    return {"model": cfg.roles.judge, **check(judge, dev, heldout, C=cfg.judges.train.C, seed=cfg.seed)}
+
+
 def passed(record: dict) -> dict[str, bool]:
     out = {}
+    if "iedr" in record:
+        out["iedr_dominant_axis"] = record["iedr"]["passed"]
     if "sandbox_judge" in record:
         out["sandbox_judge_accuracy"] = record["sandbox_judge"]["accuracy"] >= THRESHOLDS["sandbox_judge_accuracy"]
     if "nee" in record:
@@ -160,6 +176,10 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
         record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms[cfg.roles.judge])
         if training is not None:
             record["sandbox_judge"] |= dev_fit(cfg, llms[cfg.roles.judge])
+        if (training or {}).get("iedr_cases"):   # the judge got IEDR priority heads: measure them on held-out cases
+            start = time.perf_counter()
+            record["iedr"] = run_iedr(cfg, llms[cfg.roles.judge])
+            record["iedr"]["seconds"] = round(time.perf_counter() - start, 1)
     if cfg.judges.nee:
         record["nee"] = run_nee(cfg, items, llms)
     if training is not None:
@@ -209,6 +229,9 @@ def verdict_lines(record: dict) -> str:
         if "train_accuracy" in s:
             lines.append(f"sandbox judge on the {s['train_n']} dev items it was trained on: {s['train_accuracy']:.3f} "
                          f"{s['train_accuracy_ci']}")
+    if "iedr" in record:
+        from echo_lib.judges.iedr_heads import summary_line
+        lines.append(summary_line(record["iedr"]))
     if "nee" in record:
         n = record["nee"]
         alpha = "undefined" if n["alpha"] is None else f"{n['alpha']:.3f}"

@@ -206,6 +206,15 @@ class ReadoutHeads:
         return cls(layer, heads, skipped if isinstance(skipped, dict) else {})
 
 
+def heads_of(llm) -> ReadoutHeads | None:
+    """The read-out heads that answer `llm`'s choose (an LLM or a backend), loaded and checked against its
+    model; None for a model without heads (a prompted or API judge, a test's fake)."""
+    backend = getattr(llm, "backend", llm)
+    if getattr(backend, "readout", None) is None or not hasattr(backend, "_heads"):
+        return None
+    return backend._heads()
+
+
 def fit_heads(states: np.ndarray, questions: Sequence[str], targets: Sequence[str], layer: int,
               C: float = 0.1, seed: int = 0, marks: Mapping[str, tuple[str, str]] | None = None) -> ReadoutHeads:
     """One head per question, fit on the states of its prompts and the answers they should get. A question

@@ -40,7 +40,7 @@ RUBRIC_MODULES = ("sandbox/judge", "sandbox/actor", "sandbox/director", "sandbox
 RUBRIC_VERSION = ("echo sandbox rubric v1 (2026-12): IEDR 9 indicators (C.1-P.3, levels 0-3) rated once; MDEP 6 "
                   "indicators (C/A/P progress 0..2, regress 0..-2) every K turns; Actor, Director (7 functions) and "
                   "companion prompts; wording this project's own")
-RUBRIC_TEXT_FINGERPRINT = "31c7eea145e8700e"
+RUBRIC_TEXT_FINGERPRINT = "e5c22a86a36cf813"
 
 # ---- the two instruments -----------------------------------------------------------------------------
 
@@ -130,12 +130,17 @@ SYSTEM_CHOOSE = "You are a strict, careful rater. You answer with one digit."
 SYSTEM_JSON = "You are a strict, careful rater. You answer with one JSON object."
 
 
+def iedr_question(indicator: str) -> str:
+    """The last line of an indicator's prompt: what a read-out head for it is keyed by (echo_lib.llm.readout)."""
+    return f"Answer with the digit only. {indicator} level:"
+
+
 def iedr_prompt(sc: Scenario, indicator: str) -> list[dict]:
     what, levels = IEDR[indicator]
     return [{"role": "system", "content": SYSTEM_CHOOSE},
             {"role": "user", "content": f"Profile and story of a person:\n{full_profile(sc)}\n\n{IEDR_RULES}\n"
                                         f"Rate {indicator}, {what}:\n{_levels_text(levels)}\n"
-                                        f"Answer with the digit only. {indicator} level:"}]
+                                        f"{iedr_question(indicator)}"}]
 
 
 def _dialogue(history: list[Exchange], k: int, history_turns: int) -> str:
@@ -253,6 +258,21 @@ def _from_choices(choices: dict, negative: bool = False, expected: bool = False)
     return out
 
 
+def iedr_source(llm) -> str:
+    """Who gave a choose-mode judge's IEDR levels, as a result file's iedr_details.source says it: "judge" (the
+    model's LM head, as before), or the read-out heads fit for some indicators (echo_lib.judges.iedr_heads)
+    and the LM head for the rest."""
+    from echo_lib.llm.readout import heads_of
+    heads = heads_of(llm)
+    read = [k for k in INDICATORS if heads is not None and iedr_question(k) in heads.heads]
+    if not read:
+        return "judge"
+    n = max(heads.heads[iedr_question(k)].n_train for k in read)
+    rest = len(INDICATORS) - len(read)
+    return (f"readout heads ({'/'.join(read)}) fit on {n} dev cases' declared levels"
+            + (f"; the other {rest} indicators: the judge's LM head" if rest else ""))
+
+
 # ---- the judge -------------------------------------------------------------------------------------------
 
 class Judge:
@@ -264,7 +284,13 @@ class Judge:
     def iedr(self, scenarios: list[Scenario]) -> list[Verdict]:
         if self.mode == "choose":
             prompts = [{k: iedr_prompt(sc, k) for k in INDICATORS} for sc in scenarios]
-            return self._ask(prompts, [str(i) for i in range(4)], "IEDR", expected=self.p.iedr_level == "expected")
+            out = self._ask(prompts, [str(i) for i in range(4)], "IEDR", expected=self.p.iedr_level == "expected")
+            source = iedr_source(self.llm)
+            if source != "judge":    # the priority indicators read out by heads (a judge without them: as before)
+                for v in out:
+                    if v.ok:
+                        v.details["iedr_source"] = source
+            return out
         return self._ask_json([iedr_json_prompt(sc) for sc in scenarios], IEDR_ALLOWED,
                               self.p.iedr_max_new_tokens, "IEDR")
 

@@ -153,7 +153,8 @@ def case_run(c: CaseState, meta: RunMeta) -> CaseRun:
         judge_failed=[not v.ok for v in c.verdicts], history=history_block(c),
         scenario=dataclasses.asdict(c.scenario), roles=dict(meta.roles),
         judge_details=[v.details for v in c.verdicts],
-        iedr_details={"filled_iedr": iedr | {"_detailed": c.iedr.details}, "source": "judge"})
+        iedr_details={"filled_iedr": iedr | {"_detailed": c.iedr.details},
+                      "source": c.iedr.details.get("iedr_source", "judge")})   # read-out heads, when they answered
 
 
 def write_case(c: CaseState, out_dir: str | Path, meta: RunMeta) -> Path:
