@@ -130,6 +130,7 @@ class NEEFiles:
     panel_stats = property(lambda self: self.dir / "panel_stats.csv")
     dimensions = property(lambda self: self.dir / "dimensions.csv")
     pairwise = property(lambda self: self.dir / "pairwise.csv")
+    paired = property(lambda self: self.dir / "paired.csv")
     agreement = property(lambda self: self.dir / "agreement.json")
     order = property(lambda self: self.dir / "order.json")
     provenance = property(lambda self: self.dir / "provenance.json")

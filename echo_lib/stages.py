@@ -187,15 +187,16 @@ def _epm_published_files(s: DagShape, _):
 
 def _nee_files(s: DagShape, _):
     n = s.layout.nee
-    return ({"summaries": _summaries(s), "epm": s.layout.epm.summary, "judges": s.layout.judges.record},
+    return ({"summaries": _summaries(s), "epm": [s.layout.epm.summary, s.layout.epm.per_case],
+             "judges": s.layout.judges.record},
             {"ratings": n.ratings, "summary": n.summary, "stats": n.panel_stats, "dimensions": n.dimensions,
-             "pairwise": n.pairwise, "agreement": n.agreement, "order": n.order})
+             "pairwise": n.pairwise, "paired": n.paired, "agreement": n.agreement, "order": n.order})
 
 
 def paper_inputs(s: DagShape) -> dict[str, list[Path]]:
     """Every stage output the paper reads (notebook 07 fails on any that is missing)."""
     L = s.layout
-    return {"sensitivity": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.agreement],
+    return {"sensitivity": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.paired, L.nee.agreement],
             "rm": [L.rm(k).metrics for k in RM_KINDS],
             "policy": [f for v in s.variants for f in (L.policy(v).train_log, L.policy(v).winrate)]}
 
@@ -242,7 +243,8 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     _stage("epm_published", "05_epm_analysis", EPM_READS, _epm_published_files, resources="epm",
            executed="05_epm_published"),
     _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
-    _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "roles", "models", "scale"),
+    _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "roles", "models", "scale",
+                                       "reward_models"),
            _paper_files),
 )}
 

@@ -57,6 +57,7 @@ from echo_lib.report import claims as claims_mod
 from echo_lib.report import epm_figures, glance, inputs, paper_tables, rl_figures
 from echo_lib.report.latex import OVERFULL_TOLERANCE_PT, build_pdf, copy_sources
 from echo_lib.report.params import paper_dir as default_paper_dir
+from echo_lib.report.recipe import reward_model_recipe
 from echo_lib.report.tables import write_macros, write_table
 
 layout = cfg.layout   # where every stage's files are (echo_lib/layout.py)
@@ -81,8 +82,10 @@ sensitivity
 # %% [markdown]
 # ## Main results per model
 # Stage 05's EPM summary, with 95 % intervals over cases, beside stage 06's NEE summary; then the paired
-# differences between the models over the same cases (a difference whose interval spans 0 is "no
-# difference at this scale", not a win). The composite is this package's choice
+# differences between the models over the same cases, on EPM-Q, its three groups, the success rate, NEE
+# and the composite, each with n, its interval (a paired t-interval) and the verdict at that n (a
+# difference whose interval spans 0 is "no difference at this scale", not a win; below 10 cases there
+# is no interval and no verdict: "n too small"). The composite is this package's choice
 # ($0.5\cdot\min(\text{EPM-Q},100) + 0.5\cdot\text{NEE}$, METHOD.md 7.3), not the paper's unknown formula.
 
 # %%
@@ -93,7 +96,9 @@ alpha = inputs.agreement_alpha(layout.nee.agreement)
 intervals = inputs.read_csv(layout.epm.intervals, inputs.EPM_INTERVALS)
 main = paper_tables.main_results(epm, nee, intervals)
 write_table(main, tables, "main_results", formats={"Success (%)": "{:.1f}".format}, wrap_headers=True)
-differences = paper_tables.sandbox_differences(inputs.read_csv(layout.epm.paired, inputs.EPM_PAIRED))
+paired = pd.concat([inputs.read_csv(layout.epm.paired, inputs.PAIRED),
+                    inputs.read_csv(layout.nee.paired, inputs.PAIRED)], ignore_index=True)
+differences = paper_tables.sandbox_differences(paired)
 write_table(differences, tables, "sandbox_differences", wrap_headers=True)
 display(differences)
 dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
@@ -158,7 +163,8 @@ print("EMPA published runs:", published if published.is_file() else "not availab
 # %%
 conditions = glance.run_conditions(cfg, record)   # the run, its judges, hash, commit and date
 reported = claims_mod.load_reported("data/reported_claims.yaml")
-claims = claims_mod.claims_table(reported, cfg.paper.counterparts, epm, nee, conditions, intervals)
+claims = claims_mod.claims_table(reported, cfg.paper.counterparts, epm, nee, conditions, intervals, paired,
+                                 reference=cfg.roles.policy)
 claims_mod.write_claims(claims, out, conditions)
 claims
 
@@ -176,6 +182,8 @@ write_macros({
     "MaxCases": int(epm["Cases"].max()), "RLSteps": max(int(pd.to_numeric(log["step"]).max()) for log in logs.values()),
     "EMPAReplay": "yes" if not replay.empty else "no",
     "NEEDimensions": len(dims), "CompositeWeight": f"{cfg.nee.composite_weight:g}",
+    "RMRecipe": reward_model_recipe(cfg.reward_models),   # section 2 describes the run's own recipe
+    **paper_tables.energy_reach(per_case),   # how near the dialogues came to success's energy condition
     **results,
 }, tables)
 pd.Series(results, name="value").to_frame()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from echo_lib.epm.compare import central_pairs, write_comparisons
+from echo_lib.stats import paired_table
 
 INDICES = ["Idx_RDI", "Idx_Etot", "Idx_Snet", "Idx_Rho", "Idx_Sproj", "Idx_Tau", "Idx_Rpos", "Idx_Align", "Idx_Pen"]
 RM_KINDS = ["humanlike", "empathy", "scalar"]
@@ -30,6 +31,8 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
         labels = ["success"] * s + ["failure"] * f + ["timeout"] * t
         for case, label in zip(("own_001", "own_002", "own_003"), labels):
             per_case.append({"Model": model, "Case_ID": case, "EPM-Q": q + rng.normal(), "Outcome_Label": label,
+                             "Outcome": q + 1 + rng.normal(), "Efficiency": q + 2, "Stability": q + 3,
+                             "E_total": 4.0 + len(per_case), "P0_norm": 16.0,
                              **{k: 100 + rng.normal() for k in INDICES}})
     pd.DataFrame(summary).to_csv(run_dir / "epm" / "summary.csv", index=False)
     pd.DataFrame(per_case).to_csv(run_dir / "epm" / "per_case.csv", index=False)
@@ -37,8 +40,12 @@ def make_run(run_dir: Path, models=("base", "echo", "scalar"), variants=("echo",
 
     (run_dir / "nee").mkdir(parents=True, exist_ok=True)
     pd.DataFrame([{"model": m, "nee": NEE[m][0], "nee_ci_low": NEE[m][0] - 5, "nee_ci_high": NEE[m][0] + 5,
-                   "n_ratings": 12, "epmq": EPM[m][3], "composite": NEE[m][1],
+                   "nee_ci_method": "t", "nee_ci_shown": False, "n_transcripts": 3, "n_ratings": 12, "epmq": EPM[m][3], "composite": NEE[m][1],
                    **{d: 56.25 + i for i, d in enumerate(DIMENSIONS)}} for m in models]).to_csv(run_dir / "nee" / "summary.csv", index=False)
+    nee_cases = pd.DataFrame([{"Model": m, "Case_ID": f"own_00{i}", "NEE": NEE[m][0] + i, "Composite": NEE[m][1] - i}
+                              for m in models for i in (1, 2, 3)])
+    paired_table(nee_cases, central_pairs(models, variants, "base"), {"NEE": "NEE", "Composite": "Composite"}).to_csv(
+        run_dir / "nee" / "paired.csv", index=False)
     (run_dir / "nee" / "agreement.json").write_text(json.dumps({"krippendorff_alpha": 0.412, "n_items": 12}))
 
     (run_dir / "judges").mkdir(parents=True, exist_ok=True)

@@ -176,9 +176,10 @@ def _writers(tmp: Path):
     from echo_lib.rewards.train import write_log
 
     per_case = pd.DataFrame({"Model": ["a", "a", "b", "b"], "Case_ID": ["c1", "c2", "c1", "c2"],
-                             "EPM-Q": [1.0, 2.0, 3.0, 4.0], "Outcome_Label": ["SUCCESS"] * 4})
+                             "EPM-Q": [1.0, 2.0, 3.0, 4.0], "Outcome": [1.0] * 4, "Efficiency": [1.0] * 4,
+                             "Stability": [1.0] * 4, "Outcome_Label": ["SUCCESS"] * 4})
     df = pd.DataFrame({"x": [1, 2]})
-    yield "intervals.csv", tmp / "intervals.csv", lambda: compare.write_comparisons(per_case, [("a", "b")], tmp, n_boot=10)
+    yield "intervals.csv", tmp / "intervals.csv", lambda: compare.write_comparisons(per_case, [("a", "b")], tmp)
     yield "per_case.csv", tmp / "per_case.csv", lambda: scoring.write_tables(
         SimpleNamespace(per_case=per_case, summary=per_case.groupby("Model", as_index=False)["EPM-Q"].mean()), tmp, "x")
     yield "echo-epmq --out", tmp / "epmq.csv", lambda: epmq([str(RUNS), "--out", str(tmp / "epmq.csv")])

@@ -9,7 +9,7 @@ from echo_lib.nee.agreement import krippendorff_alpha
 from echo_lib.nee.blinding import MASK, Blinder, name_variants, normalise
 from echo_lib.nee.order import record, shuffled, unshuffle
 from echo_lib.nee.prompts import WORDINGS, parse_score, parse_winner
-from echo_lib.nee.scores import bootstrap_ci, composite, pairwise_rates, rescale, summary_table
+from echo_lib.nee.scores import composite, paired_scores, pairwise_rates, rescale, summary_table
 
 NA = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", example C: 4 observers, 12 units,
@@ -77,30 +77,38 @@ def test_order_is_seeded_recorded_and_reversible():
         assert all(order.permutation[inv[i]] == i for i in range(12))
 
 
-def test_rescale_composite_and_bootstrap():
+def test_rescale_and_composite():
     assert rescale([1, 3, 5]).tolist() == [0, 50, 100]
     assert composite(80, 40, 0.5) == 60
     assert composite(250, 40, 0.5) == 70          # EPM-Q clipped at 100
     assert composite(-20, 40, 0.25) == pytest.approx(0.25 * -20 + 0.75 * 40)
     assert math.isnan(composite(NA, 40, 0.5))
-    values = np.random.default_rng(0).normal(3, 0.5, size=40)
-    low, high = bootstrap_ci(values, 1000, seed=1)
-    assert low < values.mean() < high and high - low < 0.5
-    assert bootstrap_ci(values, 1000, seed=1) == (low, high)   # seeded
-    wide = bootstrap_ci(values[:5], 1000, seed=1)
-    assert wide[1] - wide[0] > high - low                     # fewer transcripts, wider interval
-    assert bootstrap_ci([2.0, 2.0, 2.0], 200, 0) == (2.0, 2.0)
-    assert all(math.isnan(x) for x in bootstrap_ci(values, 0, 0))
+
+
+def test_paired_scores_give_nee_and_composite_differences_with_a_verdict():
+    rows = [{"model": m, "case_id": f"c{i}", "judge": "j", "dimension": "safety", "score": 3.0 + (m == "echo") + 0.1 * (i % 3) * (m == "echo")}
+            for m in ("base", "echo") for i in range(12)]
+    epmq = pd.DataFrame([{"Model": m, "Case_ID": f"c{i}", "EPM-Q": 40.0} for m in ("base", "echo") for i in range(12)])
+    t = paired_scores(pd.DataFrame(rows), epmq, 0.5, [("echo", "base")]).set_index("Metric")
+    assert t.loc["NEE", "Difference"] == pytest.approx(27.5) and t.loc["NEE", "n"] == 12
+    assert t.loc["Composite", "Difference"] == pytest.approx(13.75)       # half the weight on NEE
+    assert t.loc["NEE", "Method"] == "paired t"
+    assert t.loc["NEE", "Verdict"] == "echo above base"
+    assert list(paired_scores(pd.DataFrame(rows), None, 0.5, [("echo", "base")]).Metric) == ["NEE"]
+    few = paired_scores(pd.DataFrame(rows[:3] + rows[12:15]), None, 0.5, [("echo", "base")])
+    assert few.Verdict.tolist() == ["n too small"]
 
 
 def test_summary_scores_each_case_equally_and_composes():
     rows = [{"model": "m", "case_id": c, "judge": j, "dimension": d, "score": s}
             for c, s in (("a", 5.0), ("b", 3.0)) for j in ("j1", "j2") for d in ("humanlikeness", "safety")]
     rows.append({"model": "m", "case_id": "b", "judge": "j1", "dimension": "safety", "score": NA})  # a failure
-    table = summary_table(pd.DataFrame(rows), {"m": 30.0}, 0.5, 200, 0).iloc[0]
+    table = summary_table(pd.DataFrame(rows), {"m": 30.0}, 0.5).iloc[0]
     assert table["nee"] == 75.0 and table["n_ratings"] == 8 and table["n_failed"] == 1
     assert table["composite"] == 0.5 * 30 + 0.5 * 75
-    assert table["nee_ci_low"] >= 50 and table["nee_ci_high"] <= 100
+    # two transcripts: the t-interval (1 degree of freedom) is cut to the scale and not shown
+    assert table["n_transcripts"] == 2 and not table["nee_ci_shown"]
+    assert table["nee_ci_low"] >= 0 and table["nee_ci_high"] <= 100 and table["nee_ci_method"] == "t"
     assert table["humanlikeness"] == 75.0 and math.isnan(table["empathy_accuracy"])
 
 
@@ -111,8 +119,8 @@ def test_position_bias_counts_flipped_pairs():
                  {"model": "m", "case_id": case, "judge": "j", "order": "reference_first", "winner": w2}]
     rates = pairwise_rates(pd.DataFrame(rows)).iloc[0]
     assert rates["position_bias"] == 0.5 and rates["win_rate"] == 0.5 and rates["n_pairs"] == 4
-    # per-case win shares 1, .5, 0, .5: the interval straddles 0.5 and stays strictly inside [0, 1]
-    assert 0 < rates["win_ci_low"] < 0.5 < rates["win_ci_high"] < 1
+    # per-case win shares 1, .5, 0, .5: a t-interval over the 4 cases, cut to [0, 1]
+    assert rates["win_n_cases"] == 4 and (rates["win_ci_low"], rates["win_ci_high"]) == (0.0, 1.0)
     sweep = pairwise_rates(pd.DataFrame([{**r, "winner": "m"} for r in rows])).iloc[0]
     assert sweep["win_rate"] == 1.0 and (sweep["win_ci_low"], sweep["win_ci_high"]) == (1.0, 1.0)
 

@@ -48,10 +48,12 @@ def write_run(root, models=("base", "rival"), epmq=None) -> dict:
     (run / "epm").mkdir(parents=True, exist_ok=True)
     epmq = epmq or {"base": 20.0, "rival": 140.0}
     pd.DataFrame({"Model": list(epmq), "EPM-Q": list(epmq.values())}).to_csv(run / "epm" / "summary.csv", index=False)
+    pd.DataFrame([{"Model": m, "Case_ID": c, "EPM-Q": q} for m, q in epmq.items() for c in CASES]).to_csv(
+        run / "epm" / "per_case.csv", index=False)
     return {"results_dir": str(root / "results"), "run_name": "t", "seed": 7,
             "models": {"base": EMBEDDED, "rival": {"backend": "hf", "source": "hub", "id": RIVAL_ID}, "judge": EMBEDDED},
             "roles": {"nee_judges": ["judge"]}, "sandbox": {"models": list(models)},
-            "nee": {"bootstrap": 200}, "llm": {"progress": False}}
+            "nee": {}, "llm": {"progress": False}}
 
 
 class FakeJudge:
@@ -105,7 +107,7 @@ def test_fake_panel_writes_every_output(tmp_path):
     res = run_nee(cfg, {"judge": fake_llm(tmp_path, backend)})
     out = res.out_dir
     assert {p.name for p in out.iterdir()} >= {"ratings.csv", "pairwise.csv", "summary.csv", "dimensions.csv", "panel_stats.csv",
-                                               "agreement.json", "order.json", "provenance.json"}
+                                               "agreement.json", "order.json", "provenance.json", "paired.csv"}
     ratings = pd.read_csv(out / "ratings.csv")
     assert len(ratings) == 2 * len(CASES) * 2 * len(KEYS)   # models x cases x judges (wordings) x dimensions
     assert set(ratings["judge"]) == {"judge/v1", "judge/v2"} and set(ratings["prompt_variant"]) == {1, 2}
@@ -114,7 +116,13 @@ def test_fake_panel_writes_every_output(tmp_path):
     # the expected level, not the argmax: 0.8 on "5" and 0.05 on each other level
     assert ratings.loc[ratings["level"] == 5, "score"].iloc[0] == pytest.approx(0.8 * 5 + 0.05 * (1 + 2 + 3 + 4))
     summary = pd.read_csv(out / "summary.csv").set_index("model")
-    assert list(summary.columns) == ["nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite", *KEYS]
+    assert list(summary.columns) == ["nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "nee_ci_shown", "n_transcripts",
+                                     "n_ratings", "epmq", "composite", *KEYS]
+    assert set(summary["nee_ci_method"]) == {"t"} and not summary["nee_ci_shown"].any()   # 3 cases: not shown
+    paired = pd.read_csv(out / "paired.csv")
+    assert list(paired[["A", "B", "Metric"]].itertuples(index=False, name=None)) == [
+        ("rival", "base", "NEE"), ("rival", "base", "Composite")]
+    assert paired.loc[0, "n"] == len(CASES) and paired.loc[0, "Verdict"] == "n too small"
     stats = pd.read_csv(out / "panel_stats.csv").set_index("model")
     assert summary.loc["rival", "nee"] > summary.loc["base", "nee"]
     for m in ("base", "rival"):
@@ -214,7 +222,7 @@ def test_server_without_logprobs_falls_back_to_strict_json(tmp_path):
 def test_tiny_model_through_the_hf_choose(tmp_path, tiny_lm_dir):
     config = write_run(tmp_path)
     config["models"]["judge"] = {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}
-    config["nee"] = {"bootstrap": 50, "max_transcripts": 2}
+    config["nee"] = {"max_transcripts": 2}
     res = run_nee(load_config(config))
     r = res.ratings
     assert len(r) == 2 * 2 * 2 * len(KEYS) and set(r["mode"]) == {"choose"} and r["error"].isna().all()
@@ -232,7 +240,7 @@ def test_tiny_model_through_the_hf_choose(tmp_path, tiny_lm_dir):
 def test_notebook_runs_on_the_tiny_model(tmp_path, tiny_lm_dir):
     config = write_run(tmp_path)
     config["models"]["judge"] = {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}
-    config["nee"] = {"bootstrap": 50, "max_transcripts": 1, "prompt_variants": 2}
+    config["nee"] = {"max_transcripts": 1, "prompt_variants": 2}
     out = run_notebook("notebooks/06_nee_panel.py", tmp_path / "06.ipynb", {"config": config})
     assert (tmp_path / "results/t/nee/summary.csv").exists() and (tmp_path / "results/t/nee/fig_nee.png").exists()
     cells = nbformat.read(out, as_version=4).cells

@@ -91,7 +91,8 @@ def test_the_prose_macros_are_the_tables_cells_as_printed(tmp_path):
     epm = inputs.read_csv(run / "epm" / "summary.csv", inputs.EPM_SUMMARY)
     nee = inputs.read_csv(run / "nee" / "summary.csv", inputs.NEE_SUMMARY)
     main = paper_tables.main_results(epm, nee, inputs.read_csv(run / "epm" / "intervals.csv", inputs.EPM_INTERVALS))
-    diffs = paper_tables.sandbox_differences(inputs.read_csv(run / "epm" / "paired.csv", inputs.EPM_PAIRED))
+    diffs = paper_tables.sandbox_differences(inputs.read_csv(run / "epm" / "paired.csv", inputs.PAIRED),
+                                             inputs.read_csv(run / "nee" / "paired.csv", inputs.PAIRED))
     rm = paper_tables.rm_accuracy({k: inputs.read_rm_metrics(run / "rm" / k / "metrics.json")
                                    for k in ("humanlike", "empathy", "scalar")})
     wins = paper_tables.winrates({v: pd.read_csv(run / "policy" / v / "winrate.csv") for v in ("echo", "scalar")})
@@ -101,8 +102,10 @@ def test_the_prose_macros_are_the_tables_cells_as_printed(tmp_path):
     assert macros["EchoEPMQ"] == "61.75" and macros["EchoEPMQCI"] == main.loc[0, "EPM-Q 95% CI"]
     d = diffs.set_index(["Comparison", "Metric"])
     assert macros["DiffEchoBaseEPMQ"] == f"{d.loc[('echo - base', 'EPM-Q'), 'Difference']:.2f}"
-    assert macros["DiffEchoBaseEPMQReading"] == "echo above base"
-    assert macros["DiffEchoScalarSuccessReading"] == "no difference at this scale"
+    # three cases: the macros say so instead of an interval and a verdict
+    assert macros["DiffEchoBaseEPMQVerdict"] == "n too small" and macros["DiffEchoBaseEPMQN"] == "3"
+    assert macros["DiffEchoBaseEPMQCI"] == "n too small (n = 3)"
+    assert macros["DiffEchoBaseNEEVerdict"] == "n too small" and macros["DiffEchoScalarCompositeN"] == "3"
     assert macros["RMEmpathyTrained"] == "0.64" and macros["RMEmpathyBase"] == "0.38"
     assert macros["WinEchoIndependentCI"] == "[0.25, 0.85]" and macros["WinPrompts"] == "8"
     assert macros["JudgeAccuracy"] == "0.86" and macros["JudgeTarget"] == ">= 0.8"

@@ -134,10 +134,15 @@ def test_claims_carry_the_interval_and_n_and_the_readme_block_renders_them(run, 
     full = claims_mod.RunConditions(run_name="fixture", scale="tiny", epm_judge="judge-x", nee_judges="judge-x, judge-y",
                                     policy_model="tiny-policy", config_hash="c0ffee", git_commit="ab" * 20,
                                     created_at="2030-01-02T03:04:05+0000")
-    table = claims_mod.claims_table(claims, PaperParams().counterparts, epm, nee, full, intervals)
+    paired = pd.concat([pd.read_csv(run_dir / "epm" / "paired.csv"), pd.read_csv(run_dir / "nee" / "paired.csv")])
+    table = claims_mod.claims_table(claims, PaperParams().counterparts, epm, nee, full, intervals, paired, "base")
     rows = table.set_index(["Claim", "Published model"])
     success, composite = claims[0].quantity, claims[1].quantity
-    assert rows.loc[(success, "Echo-N1"), claims_mod.INTERVAL_COLUMN] == "[0.0, 100.0]"   # 2 of 3 cases
+    # 3 cases: below stats.MIN_N no interval is printed and no verdict drawn
+    assert rows.loc[(success, "Echo-N1"), claims_mod.INTERVAL_COLUMN] == "n too small (n = 3)"
+    assert rows.loc[(success, "Echo-N1"), claims_mod.VERDICT_COLUMN] == "n too small (n = 3)"
+    assert rows.loc[(composite, "Echo-N1"), claims_mod.VERDICT_COLUMN] == "n too small (n = 3)"
+    assert rows.loc[(success, "Qwen3-32B (base)"), claims_mod.VERDICT_COLUMN] == "--"      # the base itself
     assert rows.loc[(success, "Echo-N1"), claims_mod.N_COLUMN] == "3 cases"
     assert rows.loc[(composite, "Echo-N1"), claims_mod.INTERVAL_COLUMN] == "--"           # none computed
     assert rows.loc[(composite, "Echo-N1"), claims_mod.N_COLUMN] == "12 ratings"
@@ -156,7 +161,7 @@ def test_claims_carry_the_interval_and_n_and_the_readme_block_renders_them(run, 
     assert text.startswith(f"# Title\n\n{glance.BEGIN}\n") and text.endswith(f"{glance.END}\n\nmore\n")
     block = glance.block_of(text)
     assert block == glance.render(claims_mod.read_claims(paper / "claims.csv"), full, "paper/claims.md")
-    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | [0.0, 100.0] | 3 cases | 46.7 |" in block
+    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | n too small (n = 3) | 3 cases | 46.7 |" in block
     assert f"| Composite (EPM + NEE, 0-100) | Qwen3-32B (base) | base | {NEE['base'][1]} | -- | 12 ratings | 29.66 |" in block
     assert "| Measured (tiny · tiny-policy) |" in block and block.count("| Reported (Echo-N1 paper) |") == 1
 
@@ -168,8 +173,8 @@ def test_main_results_hold_measured_numbers_only(run):
     assert list(table["Model"]) == ["echo", "scalar", "base"]   # best EPM-Q first
     echo = table.iloc[0]
     assert echo["Success (%)"] == pytest.approx(66.7) and echo["NEE"] == NEE["echo"][0]
-    assert echo["Success 95% CI"] == "[0.0, 100.0]"             # two successes in three cases
-    assert echo["NEE 95% CI"] == "[53.2, 63.2]" and echo["Composite"] == NEE["echo"][1]
+    assert echo["Success 95% CI"] == "n too small (n = 3)"      # two successes in three cases: no interval
+    assert echo["NEE 95% CI"] == "n too small (n = 3)" and echo["Composite"] == NEE["echo"][1]
     _, published = reported_numbers()
     assert not table.isin(published - {0.0}).any().any()
 
@@ -200,12 +205,31 @@ def test_agreement_alpha_is_read_or_named_missing(tmp_path):
         inputs.agreement_alpha(tmp_path / "b.json")
 
 
-def test_sandbox_differences_carry_the_interval_and_its_reading(run):
+def test_sandbox_differences_carry_n_the_interval_and_the_verdict(run):
     run_dir, _, _ = run
-    table = paper_tables.sandbox_differences(pd.read_csv(run_dir / "epm" / "paired.csv"))
+    table = paper_tables.sandbox_differences(pd.read_csv(run_dir / "epm" / "paired.csv"),
+                                             pd.read_csv(run_dir / "nee" / "paired.csv"))
     assert list(table["Comparison"].unique()) == ["echo - base", "scalar - base", "echo - scalar"]
+    assert set(table.Metric) == {"EPM-Q", "Outcome", "Efficiency", "Stability", "Success (%)", "NEE", "Composite"}
     q = table[table.Metric == "EPM-Q"].set_index("Comparison")
-    # the fixture's per-case EPM-Q: base ~21, echo ~62 (+/- 1): 40 points apart on every case
-    assert q.loc["echo - base", "Reading"] == "echo above base" and 38 < q.loc["echo - base", "Difference"] < 43
-    s = table[table.Metric == "Success (%)"].set_index("Comparison")
-    assert s.loc["echo - scalar", "Reading"] == "no difference at this scale"   # 2 vs 1 of three cases
+    # the fixture's per-case EPM-Q: base ~21, echo ~62 (+/- 1): 40 points apart on every case, but 3 cases
+    assert 38 < q.loc["echo - base", "Difference"] < 43 and q.loc["echo - base", "n"] == 3
+    assert q.loc["echo - base", "Verdict"] == "n too small" and q.loc["echo - base", "95% CI"] == "n too small (n = 3)"
+    assert set(table["Method"]) == {"paired t"}
+
+
+def test_sandbox_differences_from_ten_cases_print_the_interval_and_a_verdict():
+    from echo_lib.stats import paired_table
+    rng = np.random.default_rng(1)
+    base = rng.normal(30, 8, 12)
+    values = pd.DataFrame([{"Model": m, "Case_ID": f"c{i}", "EPM-Q": q + (6 + rng.normal()) * (m == "echo")}
+                           for m in ("base", "echo") for i, q in enumerate(base)])
+    table = paper_tables.sandbox_differences(paired_table(values, [("echo", "base")], {"EPM-Q": "EPM-Q"})).iloc[0]
+    lo, hi = (float(x) for x in table["95% CI"].strip("[]").split(","))
+    assert table["n"] == 12 and 4 < lo < 6 < hi < 8 and table["Verdict"] == "echo above base"
+    same = paired_table(values.assign(**{"EPM-Q": values["EPM-Q"].where(values.Model == "base", 0) +
+                                         values.groupby("Case_ID")["EPM-Q"].transform("first") * (values.Model == "echo")}),
+                        [("echo", "base")], {"EPM-Q": "EPM-Q"})
+    assert paper_tables.sandbox_differences(same).iloc[0]["95% CI"] == "no spread: every case gave the same difference"
+
+

@@ -149,8 +149,9 @@ def test_paper_table_shows_consistency_and_the_wilson_interval(tmp_path):
     assert list(table.columns)[-2:] == ["95% CI", "Order-consistent"]
     saved = pd.read_csv(path)
     assert list(saved["ci_degenerate"]) == [True, True] and list(saved["ci_shown"]) == [False, False]   # n = 2, 3
-    lo, hi = wilson(1, 2).bounds                                 # two ties: half a win each
-    assert table["95% CI"].iloc[0].startswith(f"[{lo:.2f}, {hi:.2f}]") and table["95% CI"].iloc[2] == "[0.25, 0.85]"
+    # two and three prompts: below stats.MIN_N the cell says so instead of an interval
+    assert table["95% CI"].iloc[0] == "n too small (n = 2)" and table["95% CI"].iloc[1] == "n too small (n = 3)"
+    assert table["95% CI"].iloc[2] == "[0.25, 0.85]"             # a winrate.csv from before the flag
     assert table["Order-consistent"].iloc[0] == 0.0 and abs(table["Order-consistent"].iloc[1] - 2 / 3) < 1e-9
     assert pd.isna(table["Order-consistent"].iloc[2])        # a winrate.csv from before the column
     assert "Order-consistent" in paper_tables.winrates({}).columns

@@ -1,8 +1,9 @@
-"""echo_lib.stats: balanced accuracy, AUROC (Mann-Whitney) and bootstrap intervals."""
+"""echo_lib.stats: balanced accuracy, AUROC (Mann-Whitney) and the intervals (their coverage: test_stats_coverage)."""
 import numpy as np
 import pytest
 
-from echo_lib.stats import accuracy_by_kind, auroc, balanced_accuracy, bootstrap_ci, paired_bootstrap_ci
+from echo_lib.stats import (MIN_N, accuracy_by_kind, auroc, balanced_accuracy, cluster_interval, mean_interval,
+                            paired_difference, proportion_interval, verdict, wilson)
 
 
 def test_balanced_accuracy_by_hand():
@@ -33,43 +34,72 @@ def test_auroc_by_hand():
     assert auroc([], []) is None
 
 
-def test_bootstrap_ci_contains_mean_and_narrows():
+def test_mean_interval_by_hand_and_narrows():
+    x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+    iv = mean_interval(x)                              # mean 5.5, sd 3.0277, t(0.975, 9) = 2.2622
+    assert (iv.estimate, iv.n, iv.method) == (5.5, 10, "t")
+    assert iv.low == pytest.approx(5.5 - 2.2622 * 3.0277 / 10 ** 0.5, abs=1e-3)
+    assert iv.high - 5.5 == pytest.approx(5.5 - iv.low)
     rng = np.random.default_rng(3)
-    small = rng.integers(0, 2, 20).astype(float)
-    large = rng.integers(0, 2, 2000).astype(float)
-    for values in (small, large):
-        lo, hi = bootstrap_ci(values)
-        assert lo <= values.mean() <= hi
-        assert 0.0 <= lo < hi <= 1.0
-    (slo, shi), (llo, lhi) = bootstrap_ci(small), bootstrap_ci(large)
-    assert lhi - llo < shi - slo
+    small, large = mean_interval(rng.normal(size=20)), mean_interval(rng.normal(size=2000))
+    assert large.high - large.low < small.high - small.low
+    assert mean_interval([1.0, float("nan"), 3.0]).n == 2
+    assert mean_interval([]).estimate is None and mean_interval([]).bounds is None
+    assert mean_interval([2.0]).low is None
+    assert mean_interval(x, level=0.90).low > iv.low
+    with pytest.raises(ValueError, match="level"):
+        mean_interval(x, level=95)
 
 
-def test_bootstrap_ci_seeded_rounded_and_edge_cases():
-    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]
-    ci = bootstrap_ci(values, seed=7)
-    assert ci == bootstrap_ci(values, seed=7)
-    assert isinstance(ci, list) and all(round(x, 4) == x for x in ci)
-    continuous = list(np.random.default_rng(5).random(50))           # 0/1 means on 8 items repeat across seeds
-    assert bootstrap_ci(continuous, n_boot=200, seed=1) != bootstrap_ci(continuous, n_boot=200, seed=2)
-    assert bootstrap_ci([]) is None
-    assert bootstrap_ci([1.0, 1.0, 1.0]) == [1.0, 1.0]
-    lo90, hi90 = bootstrap_ci(values, level=0.90)
-    lo95, hi95 = bootstrap_ci(values, level=0.95)
-    assert lo95 <= lo90 and hi90 <= hi95
+def test_interval_is_shown_only_from_min_n_and_with_spread():
+    assert MIN_N == 10
+    assert not mean_interval([1.0, 2.0, 3.0]).shown
+    assert mean_interval([1.0, 2.0, 3.0]).text() == "2.0 (n too small, n = 3)"
+    assert mean_interval([1.0, 2.0, 3.0]).note.startswith("n too small")
+    flat = mean_interval([0.0] * 12)
+    assert flat.bounds == [0.0, 0.0] and not flat.shown and flat.text() == "0.0 (no spread, n = 12)"
+    wide = mean_interval(list(range(12)))
+    assert wide.shown and wide.note == "" and wide.text(1) == f"5.5 [{wide.low:.1f}, {wide.high:.1f}]"
+    assert wide.to_dict()["method"] == "t" and wide.to_dict()["shown"] is True
+    assert proportion_interval([1, 0] * 10).text(1, scale=100).startswith("50.0 [")
 
 
-def test_paired_bootstrap_ci():
+def test_paired_difference_and_verdict():
     rng = np.random.default_rng(0)
-    b = rng.integers(0, 2, 300).astype(float)
-    a = np.where(rng.random(300) < 0.3, 1.0, b)         # a is b with some items turned right
-    lo, hi = paired_bootstrap_ci(a, b)
-    assert lo <= (a - b).mean() <= hi and lo > 0
-    assert paired_bootstrap_ci(b, b) == [0.0, 0.0]
-    assert paired_bootstrap_ci([], []) is None
-    assert paired_bootstrap_ci(a, b, seed=4) == bootstrap_ci(a - b, seed=4)
+    b = rng.normal(50, 10, 30)
+    a = b + 5 + rng.normal(0, 1, 30)                    # the pairing removes the large per-item spread
+    d = paired_difference(a, b)
+    assert d.method == "paired t" and d.n == 30 and 4 < d.low < 5 < d.high < 6
+    assert verdict(d, "echo", "base") == "echo above base"
+    assert verdict(paired_difference(b, a), "echo", "base") == "echo below base"
+    assert verdict(paired_difference(b + rng.normal(0, 1, 30), b), "echo", "base") == "no difference at this scale"
+    assert verdict(paired_difference(a[:3], b[:3]), "echo", "base") == "n too small"
+    assert paired_difference([1.0, float("nan")], [0.0, 0.0]).n == 1
     with pytest.raises(ValueError):
-        paired_bootstrap_ci([1.0], [1.0, 0.0])
+        paired_difference([1.0], [1.0, 0.0])
+
+
+def test_wilson_with_continuity_correction_by_hand():
+    # Newcombe (1998), table I: 0/10 -> [0, 0.3445]; 10/10 -> [0.6555, 1]; 81/263 -> [0.2535, 0.3682]
+    assert wilson(0, 10).bounds == [0.0, 0.3445]
+    assert wilson(10, 10).bounds == [0.6555, 1.0]
+    assert wilson(81, 263).bounds == [0.2535, 0.3682]
+    iv = proportion_interval([True, False, True, True])
+    assert (iv.estimate, iv.n, iv.method) == (0.75, 4, "wilson-cc")
+    assert proportion_interval([0.5, 0.5]).estimate == 0.5           # a tie counts half
+    with pytest.raises(ValueError, match="mean_interval"):
+        proportion_interval([2.0])
+    assert proportion_interval([]).n == 0
+
+
+def test_cluster_interval_averages_within_units_first():
+    values = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    units = ["a", "a", "a", "b", "c", "c"]
+    iv = cluster_interval(values, units)
+    assert (iv.n, iv.method) == (3, "cluster t") and iv.estimate == pytest.approx(1 / 3)
+    assert iv.to_dict()["n"] == 3
+    with pytest.raises(ValueError):
+        cluster_interval([1.0], ["a", "b"])
 
 
 def test_accuracy_by_kind_by_hand():

@@ -1,13 +1,15 @@
-"""The paper's central comparisons on the sandbox, with their uncertainty (issue 16, section 3).
+"""The paper's central comparisons on the sandbox, with their uncertainty (issue 36, section 3).
 
-Per model: EPM-Q and the success rate over its cases, each with a percentile bootstrap 95 % interval over
-cases (EPM-Q is linear in the per-case indices, so the model's EPM-Q is the mean of its cases' EPM-Q and
-resampling cases is exact). Per pair (echo - base, scalar - base, echo - scalar): the paired difference
-over the cases both models ran, the cases resampled jointly. A difference whose interval spans 0 reads
-"no difference at this scale", never a win.
+Per model and metric (EPM-Q, its three group scores, the success rate): the estimate over its cases with
+a 95 % interval from echo_lib.stats (a t-interval for the scores, Wilson with continuity correction for
+the success rate), its n and method. EPM-Q is linear in the per-case indices, so a model's EPM-Q is the
+mean of its cases' EPM-Q. Per pair (echo - base, scalar - base, echo - scalar) and metric: the paired
+difference over the cases both models ran, its paired t-interval and the verdict at that n. Below
+stats.MIN_N cases no interval is printed and no verdict is given ("n too small"); a difference whose
+interval spans 0 reads "no difference at this scale", never a win.
 
-    results/<run>/epm/intervals.csv   Model, Cases, EPM-Q, EPM-Q 95% CI, Success (%), Success 95% CI
-    results/<run>/epm/paired.csv      A, B, Metric, Cases, Difference, CI low, CI high, Reading
+    results/<run>/epm/intervals.csv   Model, Metric, n, Estimate, CI low, CI high, Method, Shown, CI
+    results/<run>/epm/paired.csv      A, B, Metric, n, Difference, CI low, CI high, Method, Verdict
 """
 from __future__ import annotations
 
@@ -18,11 +20,12 @@ import pandas as pd
 
 from echo_lib.epm.termination import SUCCESS
 from echo_lib.provenance import write_text
-from echo_lib.stats import bootstrap_ci, paired_bootstrap_ci
+from echo_lib.stats import Interval, mean_interval, paired_table, proportion_interval
 
-BOOTSTRAP = 1000          # resamples of cases; a 3-case run takes milliseconds
-METRICS = {"EPM-Q": "EPM-Q", "Success (%)": "success"}   # column of the tables -> per-case value
-NO_DIFFERENCE = "no difference at this scale"
+SCORES = ("EPM-Q", "Outcome", "Efficiency", "Stability")   # per-case scores: t-intervals
+SUCCESS_METRIC = "Success (%)"                                # share of cases: Wilson, in percent
+METRICS = {**{m: m for m in SCORES}, SUCCESS_METRIC: "success"}   # printed name -> per-case value column
+INTERVAL_COLUMNS = ["Model", "Metric", "n", "Estimate", "CI low", "CI high", "Method", "Shown", "CI"]
 
 
 def central_pairs(models: Sequence[str], variants: Sequence[str], reference: str) -> list[tuple[str, str]]:
@@ -35,62 +38,52 @@ def central_pairs(models: Sequence[str], variants: Sequence[str], reference: str
     return pairs
 
 
-def reading(ci: Sequence[float] | None, a: str, b: str) -> str:
-    """How a paired difference A - B with interval ci may be read."""
-    if ci is None:
-        return "no shared cases"
-    if ci[0] > 0:
-        return f"{a} above {b}"
-    if ci[1] < 0:
-        return f"{a} below {b}"
-    return NO_DIFFERENCE
-
-
 def _per_case_values(per_case: pd.DataFrame) -> pd.DataFrame:
     """Model, Case_ID and the values the comparisons average (success as 0 / 100 per case)."""
     return per_case.assign(success=100.0 * (per_case["Outcome_Label"] == SUCCESS))[["Model", "Case_ID", *METRICS.values()]]
 
 
-def _ci_text(ci: Sequence[float] | None, digits: int = 1) -> str:
-    return "" if ci is None else f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+def _interval(values: pd.Series, metric: str) -> tuple[Interval, float]:
+    """The metric's interval over cases and the factor its bounds print with (success: percent)."""
+    if metric == SUCCESS_METRIC:
+        return proportion_interval(values / 100.0), 100.0
+    return mean_interval(values), 1.0
 
 
-def model_intervals(per_case: pd.DataFrame, n_boot: int = BOOTSTRAP, seed: int = 0) -> pd.DataFrame:
-    """One row per model (in per_case order): its cases, EPM-Q and success rate with bootstrap intervals."""
+def model_intervals(per_case: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, metric), models in per_case order: estimate, interval, n, method, and the cell
+    the tables print (`CI`: "[lo, hi]", or why there is none)."""
     values = _per_case_values(per_case)
     rows = []
     for model, cases in values.groupby("Model", sort=False):
-        row = {"Model": model, "Cases": len(cases)}
-        for column, key in METRICS.items():
-            row[column] = round(float(cases[key].mean()), 2)
-            row[f"{column} 95% CI"] = _ci_text(bootstrap_ci(cases[key].tolist(), n_boot=n_boot, seed=seed))
-        rows.append(row)
-    return pd.DataFrame(rows)
+        for metric, column in METRICS.items():
+            iv, scale = _interval(cases[column], metric)
+            scaled = [None if x is None else round(x * scale, 4) for x in (iv.estimate, iv.low, iv.high)]
+            rows.append({"Model": model, "Metric": metric, "n": iv.n, "Estimate": scaled[0], "CI low": scaled[1],
+                         "CI high": scaled[2], "Method": iv.method, "Shown": iv.shown, "CI": ci_cell(iv, scale)})
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
 
 
-def paired_differences(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]], n_boot: int = BOOTSTRAP,
-                       seed: int = 0) -> pd.DataFrame:
-    """One row per (pair, metric): mean of A - B over the cases both ran, its paired interval, its reading."""
-    values = _per_case_values(per_case)
-    rows = []
-    for a, b in pairs:
-        both = values[values.Model == a].merge(values[values.Model == b], on="Case_ID", suffixes=("_a", "_b"))
-        for column, key in METRICS.items():
-            ci = paired_bootstrap_ci(both[f"{key}_a"], both[f"{key}_b"], n_boot=n_boot, seed=seed) if len(both) else None
-            diff = float((both[f"{key}_a"] - both[f"{key}_b"]).mean()) if len(both) else float("nan")
-            rows.append({"A": a, "B": b, "Metric": column, "Cases": len(both), "Difference": round(diff, 2),
-                         "CI low": ci[0] if ci else None, "CI high": ci[1] if ci else None,
-                         "Reading": reading(ci, a, b)})
-    return pd.DataFrame(rows, columns=["A", "B", "Metric", "Cases", "Difference", "CI low", "CI high", "Reading"])
+def ci_cell(iv: Interval, scale: float = 1.0, digits: int = 1) -> str:
+    """What a table prints for an interval: "[40.1, 48.9]", or the reason there is none."""
+    if iv.shown:
+        return f"[{iv.low * scale:.{digits}f}, {iv.high * scale:.{digits}f}]"
+    return iv.note
 
 
-def write_comparisons(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]], out_dir: str | Path,
-                      seed: int = 0, n_boot: int = BOOTSTRAP) -> tuple[pd.DataFrame, pd.DataFrame]:
+def paired_differences(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """One row per (pair, metric): mean of A - B over the cases both ran, its paired t-interval, n, method
+    and verdict (echo_lib.stats.paired_table)."""
+    return paired_table(_per_case_values(per_case), pairs, METRICS)
+
+
+def write_comparisons(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]],
+                      out_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """intervals.csv and paired.csv beside summary.csv; returns both tables."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    intervals = model_intervals(per_case, n_boot, seed)
-    paired = paired_differences(per_case, pairs, n_boot, seed)
+    intervals = model_intervals(per_case)
+    paired = paired_differences(per_case, pairs)
     write_text(out_dir / "intervals.csv", intervals.to_csv(index=False))   # atomic: a kill leaves the old file whole
     write_text(out_dir / "paired.csv", paired.to_csv(index=False))
     return intervals, paired

@@ -39,5 +39,4 @@ class JudgeSensitivityParams:
     sandbox_judge: bool = True      # test roles.judge with the sandbox's rubric (sandbox_run.judge settings)
     nee: bool = True                # test the NEE panel (roles.nee_judges, nee settings)
     probe: bool = True              # held-out split: the embedding probe fit on dev, and its shuffle twin
-    bootstrap: int = 1000           # resamples for the intervals
     train: JudgeTrainParams = field(default_factory=JudgeTrainParams)

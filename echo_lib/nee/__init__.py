@@ -8,7 +8,7 @@ Krippendorff's alpha between judges; the 0-100 NEE score and the composite with 
     prompts     three wordings of the judge prompts; strict JSON parsers
     panel       judges (model x wording x seed) and how they answer (choose or JSON mode)
     agreement   Krippendorff's alpha (nominal, ordinal, interval, ratio)
-    scores      0-100 rescale, bootstrap intervals, composite, win and position-bias rates
+    scores      0-100 rescale, intervals (echo_lib.stats), paired differences, composite, win and position-bias rates
     stage       the whole stage -> results/<run>/nee/
 
 Nothing is imported here: echo_lib.config imports echo_lib.nee.params, so this package stays light.

@@ -19,7 +19,6 @@ class NEEParams:
     max_transcripts: int = 0        # sandbox transcripts rated per model (0 = all)
     reference_model: str = "base"   # the pairwise A/B comparison is against this sandbox model
     pairwise: bool = True           # A/B against the reference, judged in both orders
-    bootstrap: int = 1000           # resamples for the confidence intervals
     composite_weight: float = 0.5   # Composite = w * min(EPM-Q, 100) + (1 - w) * NEE (this package's choice)
     mode: str = "auto"              # auto: choose (log-probs), JSON mode where a server gives no log-probs
     retries: int = 2                # JSON mode: asks again (new seed) after an unusable answer

@@ -1,9 +1,11 @@
-"""From ratings to scores: the 0-100 NEE score with bootstrap intervals, the composite with EPM-Q, and
-the pairwise win and position-bias rates.
+"""From ratings to scores: the 0-100 NEE score with its interval, the composite with EPM-Q, the paired
+differences between models, and the pairwise win and position-bias rates.
 
 - NEE (METHOD.md 7.2 [DEFAULT]): the mean over dimensions and judges, rescaled (mean - 1) / 4 * 100.
   A model's mean is taken per transcript first and then over its transcripts, so every case weighs the
-  same; the 95% interval resamples transcripts (the unit that was sampled), seeded from the run seed.
+  same; the 95% interval is a t-interval over transcripts (the unit that was sampled; echo_lib.stats).
+- Paired differences (echo - base, scalar - base, echo - scalar): per case, NEE and the composite of the
+  two models on the same case, with a paired t-interval and the verdict at that n (echo_lib.stats).
 - Composite (METHOD.md 7.3 [DEFAULT], THIS PACKAGE'S CHOICE: the paper's fusion formula is unknown):
   w * min(EPM-Q, 100) + (1 - w) * NEE, with w = nee.composite_weight.
 - Position bias: the share of pairs (model, case, judge) whose winner changes when the two transcripts
@@ -17,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from echo_lib.nee.dimensions import KEYS
+from echo_lib.stats import Interval, cluster_interval, mean_interval, paired_table
 
 
 def rescale(likert_mean):
@@ -24,40 +27,39 @@ def rescale(likert_mean):
     return (np.asarray(likert_mean, dtype=float) - 1) / 4 * 100
 
 
-def bootstrap_ci(values, n_boot: int, seed: int, level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of the mean of `values` (NaN when n_boot is 0 or nothing is there)."""
-    values = np.asarray(values, dtype=float)
-    values = values[~np.isnan(values)]
-    if n_boot <= 0 or len(values) == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(n_boot, len(values)))].mean(axis=1)
-    tail = (1 - level) / 2 * 100
-    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
-
-
 def composite(epmq, nee, weight: float):
     """w * min(EPM-Q, 100) + (1 - w) * NEE (this package's choice, METHOD.md 7.3)."""
     return weight * np.minimum(np.asarray(epmq, dtype=float), 100) + (1 - weight) * np.asarray(nee, dtype=float)
 
 
-def _score(ratings: pd.DataFrame, n_boot: int, seed: int) -> tuple[float, float, float]:
-    """(score, ci_low, ci_high) on 0-100 from ratings of one model (one or all dimensions)."""
+def per_case_scores(ratings: pd.DataFrame) -> pd.Series:
+    """(model, case_id) -> the case's 0-100 NEE score: its ratings' mean over dimensions and judges."""
+    likert = ratings.groupby(["model", "case_id"], sort=False)["score"].mean().dropna()
+    return pd.Series(rescale(likert), index=likert.index, name="NEE")
+
+
+def _score(ratings: pd.DataFrame) -> Interval:
+    """NEE on 0-100 of one model's ratings (one or all dimensions): a t-interval over its transcripts."""
     per_case = ratings.groupby("case_id")["score"].mean().dropna()
-    if per_case.empty:
-        return float("nan"), float("nan"), float("nan")
-    low, high = bootstrap_ci(per_case.to_numpy(), n_boot, seed)
-    return float(rescale(per_case.mean())), float(rescale(low)), float(rescale(high))
+    return mean_interval(rescale(per_case.to_numpy())).clipped(0, 100)
 
 
-def dimension_table(ratings: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
-    """One row per model and dimension: the 1-5 mean, the 0-100 score and its interval."""
+def dimension_table(ratings: pd.DataFrame) -> pd.DataFrame:
+    """One row per model and dimension: the 1-5 mean, the 0-100 score, its interval, n and method."""
     rows = []
     for (model, dim), r in ratings.groupby(["model", "dimension"], sort=False):
-        score, low, high = _score(r, n_boot, seed)
-        rows.append({"model": model, "dimension": dim, "likert_mean": r["score"].mean(), "score": score,
-                     "ci_low": low, "ci_high": high, "n_ratings": int(r["score"].notna().sum())})
-    return pd.DataFrame(rows, columns=["model", "dimension", "likert_mean", "score", "ci_low", "ci_high", "n_ratings"])
+        iv = _score(r)
+        rows.append({"model": model, "dimension": dim, "likert_mean": r["score"].mean(), **_cells(iv, "score", "ci"),
+                     "n_ratings": int(r["score"].notna().sum())})
+    return pd.DataFrame(rows, columns=["model", "dimension", "likert_mean", "score", "ci_low", "ci_high", "n",
+                                       "ci_method", "n_ratings"])
+
+
+def _cells(iv: Interval, value: str, prefix: str) -> dict:
+    """An interval as table cells: value, <prefix>_low, <prefix>_high, n, ci_method (NaN where absent)."""
+    nan = float("nan")
+    return {value: nan if iv.estimate is None else iv.estimate, f"{prefix}_low": nan if iv.low is None else iv.low,
+            f"{prefix}_high": nan if iv.high is None else iv.high, "n": iv.n, "ci_method": iv.method}
 
 
 def read_epmq(path: str | Path) -> dict[str, float]:
@@ -74,10 +76,25 @@ def read_epmq(path: str | Path) -> dict[str, float]:
     return dict(zip(table["Model"].astype(str), table["EPM-Q"].astype(float)))
 
 
-def pairwise_rates(pairwise: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Per model: the win rate against the reference (over both orders) with a bootstrap 95 % interval
-    over cases (each case's share of wins resampled), and the position-bias rate."""
-    cols = ["model", "win_rate", "win_ci_low", "win_ci_high", "position_bias", "n_pairs"]
+def read_case_epmq(path: str | Path) -> pd.DataFrame | None:
+    """Stage 05's per-case EPM-Q (Model, Case_ID, EPM-Q) for the per-case composite; None when the file is
+    not there (the paired table then holds NEE only)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    table = pd.read_csv(path)
+    missing = [c for c in ("Model", "Case_ID", "EPM-Q") if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: column(s) {', '.join(missing)} missing; expected stage 05's per_case.csv "
+                         "(echo_lib.epm.scoring.write_tables)")
+    table["Model"] = table["Model"].astype(str)
+    return table
+
+
+def pairwise_rates(pairwise: pd.DataFrame) -> pd.DataFrame:
+    """Per model: the win rate against the reference (over both orders and every judge) with a 95 %
+    interval over cases (cluster t: a case's verdicts are averaged first), and the position-bias rate."""
+    cols = ["model", "win_rate", "win_ci_low", "win_ci_high", "win_n_cases", "win_ci_method", "position_bias", "n_pairs"]
     done = pairwise.dropna(subset=["winner"])
     if done.empty:
         return pd.DataFrame(columns=cols)
@@ -86,10 +103,12 @@ def pairwise_rates(pairwise: pd.DataFrame, n_boot: int = 1000, seed: int = 0) ->
         both = r.groupby(["case_id", "judge"]).filter(lambda g: set(g["order"]) == {"model_first", "reference_first"})
         flips = both.groupby(["case_id", "judge"]).apply(
             lambda g: g["winner"].nunique() > 1, include_groups=False)
-        per_case = (r["winner"] == model).groupby(r["case_id"]).mean()
-        low, high = bootstrap_ci(per_case.to_numpy(), n_boot, seed)
+        iv = cluster_interval((r["winner"] == model).astype(float).tolist(), r["case_id"].tolist()).clipped(0, 1)
         rows.append({"model": model, "win_rate": float((r["winner"] == model).mean()),
-                     "win_ci_low": low, "win_ci_high": high, "position_bias": float(flips.mean()) if len(flips) else float("nan"), "n_pairs": len(flips)})
+                     "win_ci_low": float("nan") if iv.low is None else iv.low,
+                     "win_ci_high": float("nan") if iv.high is None else iv.high, "win_n_cases": iv.n,
+                     "win_ci_method": iv.method,
+                     "position_bias": float(flips.mean()) if len(flips) else float("nan"), "n_pairs": len(flips)})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -101,20 +120,23 @@ def position_bias(pairwise: pd.DataFrame) -> float:
     return float((rates["position_bias"] * rates["n_pairs"]).sum() / rates["n_pairs"].sum())
 
 
-def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float, n_boot: int, seed: int,
+def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float,
                   pairwise: pd.DataFrame | None = None, models: list[str] | None = None) -> pd.DataFrame:
-    """One row per model: nee (+ interval), n_ratings, epmq, composite, each dimension's 0-100 score,
-    and the pairwise rates where there are pairs."""
+    """One row per model: nee (+ interval, n transcripts, method), n_ratings, epmq, composite, each
+    dimension's 0-100 score, and the pairwise rates where there are pairs."""
     models = models or list(dict.fromkeys(ratings["model"]))
-    dims = dimension_table(ratings, n_boot, seed)
-    rates = pairwise_rates(pairwise, n_boot, seed) if pairwise is not None else pd.DataFrame(columns=["model"])
+    dims = dimension_table(ratings)
+    rates = pairwise_rates(pairwise) if pairwise is not None else pd.DataFrame(columns=["model"])
     rows = []
     for model in models:
         r = ratings[ratings["model"] == model]
-        nee, low, high = _score(r, n_boot, seed)
+        iv = _score(r)
+        nee = float("nan") if iv.estimate is None else iv.estimate
         e = epmq.get(model, float("nan"))
-        row = {"model": model, "nee": nee, "nee_ci_low": low, "nee_ci_high": high,
-               "n_transcripts": r["case_id"].nunique(), "n_ratings": int(r["score"].notna().sum()),
+        row = {"model": model, "nee": nee, "nee_ci_low": float("nan") if iv.low is None else iv.low,
+               "nee_ci_high": float("nan") if iv.high is None else iv.high, "nee_ci_method": iv.method,
+               "nee_ci_shown": iv.shown, "n_transcripts": r["case_id"].nunique(),
+               "n_ratings": int(r["score"].notna().sum()),
                "n_failed": int(r["score"].isna().sum()), "epmq": e, "composite": float(composite(e, nee, weight))}
         d = dims[dims["model"] == model].set_index("dimension")["score"]
         row.update({k: float(d.get(k, float("nan"))) for k in KEYS})
@@ -122,6 +144,21 @@ def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float, 
         for key, col in (("pairwise_win_rate", "win_rate"), ("pairwise_win_ci_low", "win_ci_low"),
                          ("pairwise_win_ci_high", "win_ci_high")):
             row[key] = float(p[col].iloc[0]) if len(p) else float("nan")
+        row["pairwise_win_n_cases"] = int(p["win_n_cases"].iloc[0]) if len(p) else 0
         row["position_bias"] = float(p["position_bias"].iloc[0]) if len(p) else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def paired_scores(ratings: pd.DataFrame, case_epmq: pd.DataFrame | None, weight: float,
+                  pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """One row per (pair, metric) for NEE and, where stage 05's per-case EPM-Q is there, the composite:
+    A - B over the cases both models have, its paired t-interval, n, method and verdict. `case_epmq` has
+    Model, Case_ID, EPM-Q (stage 05's per_case.csv)."""
+    values = per_case_scores(ratings).reset_index().rename(columns={"model": "Model", "case_id": "Case_ID"})
+    metrics = {"NEE": "NEE"}
+    if case_epmq is not None and len(case_epmq):
+        values = values.merge(case_epmq[["Model", "Case_ID", "EPM-Q"]], on=["Model", "Case_ID"], how="left")
+        values["Composite"] = composite(values["EPM-Q"], values["NEE"], weight)
+        metrics["Composite"] = "Composite"
+    return paired_table(values, pairs, metrics)

@@ -33,16 +33,19 @@ from echo_lib.nee.order import record, shuffled
 from echo_lib.nee.panel import Asker, Judge, check_missing, expected_level, first_wins, make_panel
 from echo_lib.nee.prompts import NEE_RUBRIC_VERSION, pairwise_prompt, parse_score, parse_winner, rating_prompt
 from echo_lib.nee.rating import PAIR_COLUMNS, RATING_COLUMNS, agreement, compare, rate  # noqa: F401
-from echo_lib.nee.scores import dimension_table, position_bias, read_epmq, summary_table
+from echo_lib.epm.compare import central_pairs
+from echo_lib.nee.scores import (dimension_table, paired_scores, position_bias, read_case_epmq, read_epmq,
+                                summary_table)
 from echo_lib.provenance import provenance, write_json, write_text
 
 log = logging.getLogger(__name__)
 STAGE = "06_nee"   # the label of this stage's provenance records
 # summary.csv is the contract stage 07 reads (it takes every column after `composite` as a dimension);
 # the panel's other per-model numbers go to panel_stats.csv.
-SUMMARY_COLUMNS = ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite", *KEYS]
+SUMMARY_COLUMNS = ["model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "nee_ci_shown", "n_transcripts",
+                   "n_ratings", "epmq", "composite", *KEYS]
 STATS_COLUMNS = ["model", "n_transcripts", "n_failed", "pairwise_win_rate", "pairwise_win_ci_low",
-                 "pairwise_win_ci_high", "position_bias"]
+                 "pairwise_win_ci_high", "pairwise_win_n_cases", "position_bias"]
 
 
 @dataclass
@@ -108,7 +111,8 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
 
     p = cfg.nee
     out = Path(out_dir or Layout(cfg.run_dir).nee.dir)
-    epmq = read_epmq(epm_summary or Layout(cfg.run_dir).epm.summary)
+    epm_summary = Path(epm_summary or Layout(cfg.run_dir).epm.summary)
+    epmq = read_epmq(epm_summary)
     blind = blinder_for(cfg)
     items = read_transcripts(cfg, blind)
     pairs, pair_note = pairs_for(cfg, items)
@@ -138,11 +142,13 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
     ratings = pd.DataFrame(rating_rows, columns=RATING_COLUMNS)
     pairwise = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
     models = list(dict.fromkeys(t.model for t in items))
-    summary = summary_table(ratings, epmq, p.composite_weight, p.bootstrap, cfg.seed, pairwise, models)
+    summary = summary_table(ratings, epmq, p.composite_weight, pairwise, models)
     missing_epmq = [m for m in models if m not in epmq]
     if missing_epmq:
         notes.append(f"no EPM-Q for {missing_epmq} in the EPM summary: their composite is empty")
-    dims = dimension_table(ratings, p.bootstrap, cfg.seed)
+    dims = dimension_table(ratings)
+    paired = paired_scores(ratings, read_case_epmq(epm_summary.with_name("per_case.csv")), p.composite_weight,
+                           central_pairs(models, [m for m in models if m != p.reference_model], p.reference_model))
     agree = agreement(ratings)
     bias = position_bias(pairwise)
     agree["krippendorff_alpha"] = agree["interval_alpha"]   # the headline number (stage 07 reads it)
@@ -157,6 +163,7 @@ def run_nee(cfg, llms: dict | None = None, out_dir: str | Path | None = None,
     _csv(out / "summary.csv", summary[SUMMARY_COLUMNS])
     _csv(out / "panel_stats.csv", summary[STATS_COLUMNS])
     _csv(out / "dimensions.csv", dims)
+    _csv(out / "paired.csv", paired)
     write_json(out / "agreement.json", agree)
     write_json(out / "order.json", order_json)
     write_json(out / "provenance.json", provenance(

@@ -5,7 +5,10 @@ The published numbers come from data/reported_claims.yaml and go into one column
 from this run's result files (epm/summary.csv, nee/summary.csv) for the model that stands in for the
 published one (`paper.counterparts`), with its 95 % interval (epm/intervals.csv; the composite has none),
 its number of cases or ratings, and this run's scale and judge beside it. A published model without a
-counterpart here is "not run", never filled in.
+counterpart here is "not run", never filled in. The paper's claim is a comparison (Echo-N1 above its base),
+so each row of a model other than the base carries this run's verdict on the same quantity against the
+base, read from the paired tables (epm/paired.csv for the success rate, nee/paired.csv for the composite):
+"n too small" below stats.MIN_N cases, "no difference at this scale" when the interval spans 0.
 
 claims.csv is the table's machine form; the README's "Results at a glance" block is rendered from it
 (echo_lib/report/glance.py), with the run named by `RunConditions`, which stage 07 records in the paper
@@ -28,8 +31,11 @@ REPORTED_COLUMN = "Reported (published)"
 MEASURED_COLUMN = "Measured (this run)"
 INTERVAL_COLUMN = "Measured 95% CI"
 N_COLUMN = "Measured n"
+VERDICT_COLUMN = "Verdict vs base (this run)"
+COMPARED_ON = {"epm": "Success (%)", "nee": "Composite"}   # the paired tables' metric of each claim source
 SOURCES = ("epm", "nee")   # which of this run's tables a claim is measured from
-LATEX_HIDDEN_COLUMNS = ["Source"]   # in claims.csv and claims.md; the LaTeX table cites sources in its caption
+LATEX_HIDDEN_COLUMNS = ["Source", VERDICT_COLUMN]   # in claims.csv and claims.md; the LaTeX table cites
+# sources in its caption, and the verdicts are in the paired-differences table beside it
 LATEX_HEADERS = {INTERVAL_COLUMN: "95% CI", N_COLUMN: "n"}   # the LaTeX table's short headers
 
 
@@ -97,12 +103,24 @@ NONE = "--"   # no value: no counterpart, no interval computed (the composite), 
 
 
 def _interval(intervals: pd.DataFrame | None, model: str) -> str:
-    """The success rate's 95 % interval over cases as stage 05 prints it ("[0.0, 33.3]"), or --."""
+    """The success rate's 95 % interval over cases as stage 05 prints it ("[0.0, 33.3]", or why there is
+    none: "n too small (n = 3 < 10)"), or --."""
     if intervals is None:
         return NONE
-    cells = intervals.loc[intervals["Model"] == model, "Success (%) 95% CI"]
+    cells = intervals.loc[(intervals["Model"] == model) & (intervals["Metric"] == "Success (%)"), "CI"]
     cell = cells.iloc[0] if len(cells) else None
     return str(cell) if cell is not None and pd.notna(cell) and str(cell).strip() else NONE
+
+
+def _verdict(claim: ReportedClaim, model: str | None, reference: str, paired: pd.DataFrame | None) -> str:
+    """This run's verdict on the claim's quantity for `model` against the base, as the paired table says it
+    ("echo above base (n = 30)"), or -- for the base itself, a model not run, or no paired table."""
+    if paired is None or model is None or model == reference:
+        return NONE
+    rows = paired[(paired["A"] == model) & (paired["B"] == reference) & (paired["Metric"] == COMPARED_ON[claim.measured_from])]
+    if rows.empty:
+        return NONE
+    return f"{rows['Verdict'].iloc[0]} (n = {int(rows['n'].iloc[0])})"
 
 
 def _measured(claim: ReportedClaim, model: str | None, epm: pd.DataFrame, nee: pd.DataFrame,
@@ -125,9 +143,11 @@ def _measured(claim: ReportedClaim, model: str | None, epm: pd.DataFrame, nee: p
 
 
 def claims_table(claims: list[ReportedClaim], counterparts: Mapping[str, str | None], epm: pd.DataFrame,
-                 nee: pd.DataFrame, run: RunConditions, intervals: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per (claim, published model); `intervals` is stage 05's epm/intervals.csv (without it the
-    interval column says --)."""
+                 nee: pd.DataFrame, run: RunConditions, intervals: pd.DataFrame | None = None,
+                 paired: pd.DataFrame | None = None, reference: str = "base") -> pd.DataFrame:
+    """One row per (claim, published model); `intervals` is stage 05's epm/intervals.csv and `paired` the
+    rows of epm/paired.csv and nee/paired.csv (without them the interval and verdict columns say --);
+    `reference` is this run's base model (roles.policy)."""
     unknown = sorted({m for c in claims for m in c.reported} - set(counterparts))
     if unknown:
         raise ValueError(f"paper.counterparts has no entry for published model(s) {', '.join(unknown)}; add "
@@ -141,7 +161,8 @@ def claims_table(claims: list[ReportedClaim], counterparts: Mapping[str, str | N
             rows.append({"Claim": claim.quantity, "Published model": published, REPORTED_COLUMN: value,
                          "Reported under": f"{claim.scale}; {claim.judge}", "Source": claim.source,
                          "This run's model": ours or NONE, MEASURED_COLUMN: measured, INTERVAL_COLUMN: interval,
-                         N_COLUMN: n, "Measured under": f"{run.scale} scale (run {run.run_name}); judge {judge}"})
+                         N_COLUMN: n, VERDICT_COLUMN: _verdict(claim, ours, reference, paired),
+                         "Measured under": f"{run.scale} scale (run {run.run_name}); judge {judge}"})
     return pd.DataFrame(rows)
 
 
@@ -154,6 +175,8 @@ def to_markdown(table: pd.DataFrame, run: RunConditions) -> str:
             f"**{REPORTED_COLUMN}** is what the Echo-N1 paper (via the Synced article) reports, under the "
             "conditions in *Reported under*; it is not an output of this code. "
             f"**{MEASURED_COLUMN}** is read from {run.identity()}, with its 95 % interval where one is computed. "
+            f"**{VERDICT_COLUMN}** is this run's paired comparison with its base model on the same cases: "
+            "a verdict only from 10 cases on, and only what its interval allows. "
             "The two are comparable only where scale, cases and judge agree"
             + ("." if run.scale == "paper" else f"; at the {run.scale} scale they are not."), ""]
     cols = list(table.columns)
@@ -183,7 +206,7 @@ def write_claims(table: pd.DataFrame, out_dir: str | Path, run: RunConditions) -
     shown = table.drop(columns=LATEX_HIDDEN_COLUMNS).rename(columns=LATEX_HEADERS)
     # as wide as the text: the four text columns wrap (L: main.tex's ragged X column, all of one width)
     paths = write_table(shown, out_dir, "claims", formats={REPORTED_COLUMN: _as_given, MEASURED_COLUMN: _as_given},
-                        column_format="LLrLlrllL", wrap_headers=True, full_width=True)
+                        column_format="LLrLlrLlL", wrap_headers=True, full_width=True)
     write_text(out_dir / "claims.csv", table.to_csv(index=False))   # the CSV twin keeps the source column
     return [out_dir / "claims.md", *paths]
 

@@ -156,14 +156,17 @@ def run_conditions(cfg, record: dict) -> claims_mod.RunConditions:
 
 def build_claims(cfg, run_dir: str | Path, conditions: claims_mod.RunConditions,
                  reported: str | Path = REPORTED_CLAIMS) -> pd.DataFrame:
-    """The claims table of a run folder (stage 05's epm/summary.csv and intervals.csv, stage 06's summary)."""
+    """The claims table of a run folder (stage 05's epm/summary.csv, intervals.csv and paired.csv, stage
+    06's summary and paired.csv)."""
     run_dir = Path(run_dir)
     layout = Layout(run_dir)
     epm = inputs.read_csv(layout.epm.summary, inputs.EPM_SUMMARY)
     intervals = inputs.read_csv(layout.epm.intervals, inputs.EPM_INTERVALS)
     nee = inputs.read_csv(layout.nee.summary, inputs.NEE_SUMMARY)
+    paired = pd.concat([inputs.read_csv(layout.epm.paired, inputs.PAIRED),
+                        inputs.read_csv(layout.nee.paired, inputs.PAIRED)], ignore_index=True)
     return claims_mod.claims_table(claims_mod.load_reported(reported), cfg.paper.counterparts, epm, nee,
-                                   conditions, intervals)
+                                   conditions, intervals, paired, reference=cfg.roles.policy)
 
 
 def rebuild_from_run(cfg, run_dir: str | Path, record_path: str | Path, paper_dir: str | Path) -> Path:

@@ -12,10 +12,11 @@ from typing import Iterable
 import pandas as pd
 
 EPM_SUMMARY = ["Model", "EPM-Q", "Outcome", "Efficiency", "Stability", "Success", "Failure", "Timeout", "Cases"]
-EPM_PER_CASE = ["Model", "Case_ID", "EPM-Q"]
-EPM_INTERVALS = ["Model", "Cases", "EPM-Q", "EPM-Q 95% CI", "Success (%)", "Success (%) 95% CI"]
-EPM_PAIRED = ["A", "B", "Metric", "Cases", "Difference", "CI low", "CI high", "Reading"]
-NEE_SUMMARY = ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite"]
+EPM_PER_CASE = ["Model", "Case_ID", "EPM-Q", "E_total", "P0_norm"]
+EPM_INTERVALS = ["Model", "Metric", "n", "Estimate", "CI low", "CI high", "Method", "Shown", "CI"]
+PAIRED = ["A", "B", "Metric", "n", "Difference", "CI low", "CI high", "Method", "Verdict"]   # epm/ and nee/paired.csv
+NEE_SUMMARY = ["model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "nee_ci_shown", "n_transcripts",
+               "n_ratings", "epmq", "composite"]
 TRAIN_LOG = ["step", "reward"]
 WINRATE = ["variant", "judge", "judge_model", "n", "wins", "ties", "losses", "win_rate", "ci_low", "ci_high"]
 RM_METRICS = ["accuracy", "majority_baseline", "parse_failure_rate"]

@@ -11,6 +11,7 @@ from typing import Mapping
 import pandas as pd
 
 from echo_lib.report.tables import format_cell
+from echo_lib.stats import MIN_N
 
 
 def success_rate(summary: pd.DataFrame) -> pd.Series:
@@ -18,32 +19,71 @@ def success_rate(summary: pd.DataFrame) -> pd.Series:
     return 100.0 * summary["Success"] / summary["Cases"]
 
 
+def _interval_cells(intervals: pd.DataFrame, metric: str) -> pd.Series:
+    """Model -> the printed interval of one metric (stage 05's intervals.csv: "[lo, hi]" or why none)."""
+    rows = intervals[intervals["Metric"] == metric]
+    return pd.Series(rows["CI"].tolist(), index=rows["Model"].tolist(), dtype=object)
+
+
+def nee_interval_cell(row: Mapping) -> str | None:
+    """Stage 06's NEE interval as the tables print it: "[lo, hi]", or why there is none."""
+    if pd.isna(row.get("nee")):
+        return None
+    if str(row.get("nee_ci_shown")) == "True":
+        return f"[{format_cell(row['nee_ci_low'], 1)}, {format_cell(row['nee_ci_high'], 1)}]"
+    n = int(row["n_transcripts"])
+    return f"n too small (n = {n})" if n < MIN_N else "no spread: every item scored the same"
+
+
 def main_results(epm: pd.DataFrame, nee: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
     """One row per model under test: sandbox outcome and EPM-Q with their 95 % intervals over cases, the
-    EPM-Q groups (stage 05), NEE and the composite (stage 06). A model the NEE panel did not rate keeps
-    empty NEE cells."""
+    EPM-Q groups (stage 05), NEE and the composite (stage 06). Below stats.MIN_N cases an interval cell
+    says "n too small" instead of bounds. A model the NEE panel did not rate keeps empty NEE cells."""
     nee = nee.rename(columns={"model": "Model"})
-    merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "composite"]], on="Model", how="left")
-    merged = merged.merge(intervals[["Model", "EPM-Q 95% CI", "Success (%) 95% CI"]], on="Model", how="left")
+    merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_shown", "n_transcripts", "composite"]],
+                       on="Model", how="left")
     merged = merged.sort_values("EPM-Q", ascending=False)
-    ci = [f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]" if pd.notna(lo) and pd.notna(hi) else None
-          for lo, hi in zip(merged["nee_ci_low"], merged["nee_ci_high"])]
+    epmq_ci, success_ci = _interval_cells(intervals, "EPM-Q"), _interval_cells(intervals, "Success (%)")
     return pd.DataFrame({
         "Model": merged["Model"], "Cases": merged["Cases"].astype(int),
-        "Success (%)": success_rate(merged).round(1), "Success 95% CI": merged["Success (%) 95% CI"],
-        "EPM-Q": merged["EPM-Q"], "EPM-Q 95% CI": merged["EPM-Q 95% CI"], "Outcome": merged["Outcome"], "Efficiency": merged["Efficiency"],
-        "Stability": merged["Stability"], "NEE": merged["nee"], "NEE 95% CI": ci,
+        "Success (%)": success_rate(merged).round(1), "Success 95% CI": merged["Model"].map(success_ci),
+        "EPM-Q": merged["EPM-Q"], "EPM-Q 95% CI": merged["Model"].map(epmq_ci), "Outcome": merged["Outcome"],
+        "Efficiency": merged["Efficiency"], "Stability": merged["Stability"], "NEE": merged["nee"],
+        "NEE 95% CI": [nee_interval_cell(r) for r in merged.to_dict("records")],
         "Composite": merged["composite"]}).reset_index(drop=True)
 
 
-def sandbox_differences(paired: pd.DataFrame) -> pd.DataFrame:
-    """Stage 05's paired differences (A - B over the cases both ran) with their interval and reading: an
-    interval that spans 0 reads "no difference at this scale"."""
-    ci = [f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]" if pd.notna(lo) and pd.notna(hi) else ""
-          for lo, hi in zip(paired["CI low"], paired["CI high"])]
+def difference_cell(row: Mapping) -> str:
+    """A paired difference's interval as printed: "[lo, hi]" from stats.MIN_N pairs on, else why not."""
+    n, lo, hi = int(row["n"]), row["CI low"], row["CI high"]
+    if n < MIN_N:
+        return f"n too small (n = {n})" if n else "no shared cases"
+    if pd.isna(lo) or pd.isna(hi) or not lo < hi:
+        return "no spread: every case gave the same difference"
+    return f"[{format_cell(lo, 1)}, {format_cell(hi, 1)}]"
+
+
+def sandbox_differences(epm_paired: pd.DataFrame, nee_paired: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The paired differences (A - B over the cases both models ran) of stage 05 (EPM-Q, its groups, the
+    success rate) and stage 06 (NEE, the composite), each with n, its interval, method and verdict as the
+    stage wrote them: a verdict never says more than its interval."""
+    paired = pd.concat([t for t in (epm_paired, nee_paired) if t is not None and len(t)], ignore_index=True)
+    if paired.empty:
+        return pd.DataFrame(columns=["Comparison", "Metric", "n", "Difference", "95% CI", "Method", "Verdict"])
     return pd.DataFrame({"Comparison": paired["A"] + " - " + paired["B"], "Metric": paired["Metric"],
-                         "Cases": paired["Cases"].astype(int), "Difference": paired["Difference"],
-                         "95% CI": ci, "Reading": paired["Reading"]}).reset_index(drop=True)
+                         "n": paired["n"].astype(int), "Difference": paired["Difference"],
+                         "95% CI": [difference_cell(r) for r in paired.to_dict("records")],
+                         "Method": paired["Method"], "Verdict": paired["Verdict"]}).reset_index(drop=True)
+
+
+def energy_reach(per_case: pd.DataFrame) -> dict[str, str]:
+    """How close the dialogues came to success's energy condition (E_total >= |P_0|, METHOD.md 6.5): over
+    every model's cases, the median and largest E_total / |P_0| and how many reached 1."""
+    ratio = (per_case["E_total"] / per_case["P0_norm"]).dropna()
+    if ratio.empty:
+        return {"EnergyRatioMedian": NOT_AVAILABLE, "EnergyRatioMax": NOT_AVAILABLE, "EnergyReached": NOT_AVAILABLE}
+    return {"EnergyRatioMedian": f"{ratio.median():.2f}", "EnergyRatioMax": f"{ratio.max():.2f}",
+            "EnergyReached": f"{int((ratio >= 1).sum())} of {len(ratio)}"}
 
 
 def judge_sensitivity(record: Mapping) -> pd.DataFrame:
@@ -87,15 +127,16 @@ def rm_accuracy(metrics: Mapping[str, dict]) -> pd.DataFrame:
 def winrates(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Pairwise win rate of each RL variant against the base policy (stage 03), per judge. A prompt is a
     win or a loss only when the judge agrees in both orders; "Order-consistent" is the share of prompts
-    whose two orders agreed ("--" for a winrate.csv written before it was recorded), and an interval that
-    collapsed to one point (every prompt scored the same) is marked "(no spread)"."""
+    whose two orders agreed ("--" for a winrate.csv written before it was recorded), and an interval that is
+    not shown (fewer than stats.MIN_N prompts) gives its note ("n too small (n = 8)") instead."""
     rows = pd.concat(list(tables.values()), ignore_index=True) if tables else pd.DataFrame()
     if rows.empty:
         return pd.DataFrame(columns=["Variant", "Judge", "Judge model", "n", "Wins", "Ties", "Losses",
                                      "Win rate", "95% CI", "Order-consistent"])
-    degenerate = rows["ci_degenerate"] if "ci_degenerate" in rows else pd.Series(False, index=rows.index)
-    ci = [f"[{format_cell(lo)}, {format_cell(hi)}]" + (" (no spread)" if str(flat) == "True" else "")
-          for lo, hi, flat in zip(rows["ci_low"], rows["ci_high"], degenerate.fillna(False))]
+    hidden = rows["ci_degenerate"] if "ci_degenerate" in rows else pd.Series(False, index=rows.index)
+    notes = rows["interval_note"] if "interval_note" in rows else pd.Series("", index=rows.index)
+    ci = [note if str(flat) == "True" else f"[{format_cell(lo)}, {format_cell(hi)}]"
+          for lo, hi, flat, note in zip(rows["ci_low"], rows["ci_high"], hidden.fillna(False), notes.fillna(""))]
     consistency = rows["position_consistency"] if "position_consistency" in rows else pd.Series(float("nan"), index=rows.index)
     return pd.DataFrame({"Variant": rows["variant"], "Judge": rows["judge"], "Judge model": rows["judge_model"],
                          "n": rows["n"], "Wins": rows["wins"], "Ties": rows["ties"], "Losses": rows["losses"],
@@ -118,7 +159,8 @@ def empa_replay(published: pd.DataFrame) -> pd.DataFrame:
 NOT_AVAILABLE = "n/a"
 ROLES = {"Base": None, "Echo": "echo", "Scalar": "scalar"}   # macro prefix -> model (None: the run's base)
 PAIRS = [("echo", "base"), ("scalar", "base"), ("echo", "scalar")]
-DIFF_METRICS = {"EPM-Q": "EPMQ", "Success (%)": "Success"}
+DIFF_METRICS = {"EPM-Q": "EPMQ", "Outcome": "Outcome", "Efficiency": "Efficiency", "Stability": "Stability",
+                "Success (%)": "Success", "NEE": "NEE", "Composite": "Composite"}
 WIN_JUDGES = {"empathy_rm": "RM", "independent": "Independent"}
 
 
@@ -150,7 +192,7 @@ def result_macros(main: pd.DataFrame, differences: pd.DataFrame, rm: pd.DataFram
         for metric, short in DIFF_METRICS.items():
             row, key = {"Comparison": f"{a_name} - {b_name}", "Metric": metric}, f"Diff{names[a_name]}{names[b_name]}{short}"
             out |= {key: _cell(differences, row, "Difference"), f"{key}CI": _cell(differences, row, "95% CI"),
-                    f"{key}Reading": _cell(differences, row, "Reading")}
+                    f"{key}Verdict": _cell(differences, row, "Verdict"), f"{key}N": _cell(differences, row, "n", "{:d}")}
     for kind in ("humanlike", "empathy", "scalar"):
         for model in ("base", "trained"):
             out[f"RM{kind.capitalize()}{model.capitalize()}"] = _cell(rm, {"Reward model": kind, "Model": model}, "Accuracy")
