@@ -187,7 +187,7 @@ def test_the_command_rebuilds_the_claims_table_from_a_run_folder(tmp_path):
     _, rows = table_rows(glance.block_of(readme.read_text()))
     echo_success = next(r for r in rows if r[0] == "Success rate (%)" and r[1] == "Echo-N1")
     s, f, t, _ = EPM["echo"]
-    assert echo_success[2:] == ["echo", str(round(100 * s / (s + f + t), 1)), "[0.0, 100.0]", "3 cases", "46.7"]
+    assert echo_success[2:] == ["echo", str(round(100 * s / (s + f + t), 1)), "n too small (n = 3)", "3 cases", "46.7"]
     base_composite = next(r for r in rows if r[0].startswith("Composite") and r[1] == "Qwen3-32B (base)")
     assert base_composite[2:] == ["base", str(NEE["base"][1]), "--", "12 ratings", "29.66"]
     first = glance.block_of(readme.read_text()).splitlines()[1]

@@ -175,9 +175,9 @@ def to_markdown(table: pd.DataFrame, run: RunConditions) -> str:
             f"**{REPORTED_COLUMN}** is what the Echo-N1 paper (via the Synced article) reports, under the "
             "conditions in *Reported under*; it is not an output of this code. "
             f"**{MEASURED_COLUMN}** is read from {run.identity()}, with its 95 % interval where one is computed. "
-            f"**{VERDICT_COLUMN}** is this run's paired comparison with its base model on the same cases: "
-            "a verdict only from 10 cases on, and only what its interval allows. "
-            "The two are comparable only where scale, cases and judge agree"
+            + (f"**{VERDICT_COLUMN}** is this run's paired comparison with its base model on the same cases: "
+               "a verdict only from 10 cases on, and only what its interval allows. " if VERDICT_COLUMN in table else "")
+            + "The two are comparable only where scale, cases and judge agree"
             + ("." if run.scale == "paper" else f"; at the {run.scale} scale they are not."), ""]
     cols = list(table.columns)
     cells = [[_as_given(v) if c in (REPORTED_COLUMN, MEASURED_COLUMN) else format_cell(v) for c, v in row.items()]
