@@ -101,7 +101,8 @@ def test_heads_fit_on_dev_cases_answer_the_priorities_in_the_sandbox_judge(tmp_p
                        "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
                        "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]},
                        "judges": {"set": str(toy_set(tmp_path, n=4)), "probe": False, "nee": False,
-                                  "train": {"enabled": True, "bank_per_item": 0, "layer": 2, "C": 1000.0}},
+                                  "train": {"enabled": True, "bank_per_item": 0, "layer": 2, "C": 1000.0,
+                                            "iedr_heads": True}},
                        "nee": {"prompt_variants": 1}, "llm": {"progress": False}})
     training = train(cfg)
     dev, held = own_split(0)
@@ -123,3 +124,17 @@ def test_heads_fit_on_dev_cases_answer_the_priorities_in_the_sandbox_judge(tmp_p
     assert rec["source"] == want and rec["split"]["heldout"] == [c.id for c in held]
     assert rec["shuffled"]["n"] == len(held) and rec["dominant_axis"]["n"] == len(held)
     assert summary_line(rec).startswith(f"IEDR on {len(held)} held-out own cases (readout heads")
+
+
+def test_without_iedr_heads_the_judge_is_fit_on_the_dev_items_only(tmp_path, tiny_lm_dir):
+    """judges.train.iedr_heads false (the schema's default, the ci run): no IEDR heads, no IEDR check."""
+    from echo_lib.config import load_config
+    from echo_lib.judges.stage import train
+    from test_judges import toy_set
+    cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 0,
+                       "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
+                       "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]},
+                       "judges": {"set": str(toy_set(tmp_path, n=4)), "probe": False, "nee": False,
+                                  "train": {"enabled": True, "bank_per_item": 0, "layer": 2}},
+                       "nee": {"prompt_variants": 1}, "llm": {"progress": False}})
+    assert "iedr_cases" not in train(cfg)

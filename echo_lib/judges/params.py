@@ -26,6 +26,7 @@ class JudgeTrainParams:
     lora_top_layers: int = 10            # LoRA on the last N decoder layers (0 = all)
     bank_file: str = "data/contrasts.yaml"   # generic poor replies by kind (rule-built contrasts)
     bank_per_item: int = 1               # bank replies added to each dev item (2: +0.03 held-out accuracy, +4 min)
+    iedr_heads: bool = False             # readout: also heads for the IEDR's priorities C.3/A.3/P.3 (judges.iedr_heads)
 
 
 TRAINED_JUDGE = "tiny_judge"   # the model name the trained adapter gets in the config

@@ -62,7 +62,8 @@ def train(cfg) -> dict | None:
         from echo_lib.synthesis.contrasts import load_bank
         fit = fit_readout_judge(load_llm(cfg, t.base), dev, cfg.models[TRAINED_JUDGE].readout, layer=t.layer, C=t.C,
                                 bank=load_bank(t.bank_file), bank_per_item=t.bank_per_item,
-                                variants=cfg.nee.prompt_variants, seed=cfg.seed, cases=own_split(cfg.seed)[0])
+                                variants=cfg.nee.prompt_variants, seed=cfg.seed,
+                                cases=own_split(cfg.seed)[0] if t.iedr_heads else None)
         return {"model": TRAINED_JUDGE, "base": t.base, "dev_items": len(dev), **fit}
     from echo_lib.judges.train import train_judge
     from echo_lib.models import registry
