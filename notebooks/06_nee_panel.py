@@ -34,7 +34,7 @@
 #   humanlikeness, persona and context consistency, non-performativity, safety.
 # * **Score:** local judges answer through the model's option probabilities (no parsing): a rating is the
 #   *expected* level $\sum_k k\,p_k$ (the most probable level is kept too). NEE = (mean − 1) / 4 × 100,
-#   with a seeded bootstrap interval over transcripts.
+#   with a t-interval over transcripts (`echo_lib.stats`; none is shown below 10 transcripts).
 # * **Reliability:** Krippendorff's α between judges; a pairwise A/B comparison with the reference model,
 #   judged in both orders, gives a win rate and the judges' **position bias**.
 # * **Composite** = w · min(EPM-Q, 100) + (1 − w) · NEE: **this package's choice**, not the paper's formula.
@@ -104,12 +104,23 @@ pd.DataFrame(served_rows(res.served))
 
 # %% [markdown]
 # ## Scores
-# `nee` is on 0-100 with its 95% bootstrap interval; the dimension columns are on the same scale. `epmq` is
-# stage 05's EPM-Q; `composite` is this package's fusion (w = `nee.composite_weight`). At the tiny scale
+# `nee` is on 0-100 with its 95% t-interval over the model's transcripts (`nee_ci_shown` is false below
+# 10 transcripts: the tables then print "n too small"); the dimension columns are on the same scale. `epmq`
+# is stage 05's EPM-Q; `composite` is this package's fusion (w = `nee.composite_weight`). At the tiny scale
 # the judge is a 135M model: the numbers show the machinery, not a measurement of empathy.
 
 # %%
 res.summary.set_index("model").round(2)
+
+# %% [markdown]
+# ## The models compared on the same cases
+# Per case, each model's NEE score and its composite (with the case's own EPM-Q from stage 05), then the
+# paired difference of every RL variant and the base (and of the variants): n, the difference, its paired
+# t-interval, and the verdict at that n. A difference whose interval spans 0 is "no difference at this
+# scale"; below 10 cases there is no interval and no verdict ("n too small").
+
+# %%
+pd.read_csv(res.out_dir / "paired.csv")
 
 # %%
 fig = figures.nee_panel(res.summary, res.dimensions)
