@@ -30,9 +30,14 @@ def test_stage_06_rates_every_model_blinded_and_recorded(ci_run):
     for _, r in ratings.iterrows():
         assert unshuffle(order, r["judge"], r["position"]) == (r["model"], r["case_id"])
     summary = pd.read_csv(out / "summary.csv")
-    assert list(summary.columns[:7]) == ["model", "nee", "nee_ci_low", "nee_ci_high", "n_ratings", "epmq", "composite"]
+    assert list(summary.columns[:10]) == ["model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "nee_ci_shown",
+                                          "n_transcripts", "n_ratings", "epmq", "composite"]
     assert set(summary["model"]) == set(models) and summary["nee"].between(0, 100).all()
-    assert (summary["nee_ci_low"] <= summary["nee"] + 1e-9).all() and (summary["nee"] <= summary["nee_ci_high"] + 1e-9).all()
+    bounded = summary.dropna(subset=["nee_ci_low", "nee_ci_high"])   # one transcript: no interval at all
+    assert (bounded["nee_ci_low"] <= bounded["nee"] + 1e-9).all() and (bounded["nee"] <= bounded["nee_ci_high"] + 1e-9).all()
+    assert not summary["nee_ci_shown"].any()                        # the ci run rates too few transcripts
+    paired = pd.read_csv(out / "paired.csv")
+    assert set(paired["Metric"]) == {"NEE", "Composite"} and set(paired["Verdict"]) <= {"n too small", "no shared units"}
     epm = pd.read_csv(run_dir / "epm" / "summary.csv").set_index("Model")["EPM-Q"]
     for _, row in summary.iterrows():
         w = cfg["nee"].get("composite_weight", 0.5)

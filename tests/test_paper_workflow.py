@@ -122,4 +122,4 @@ def test_notebook_writes_every_paper_file_from_a_run(tmp_path):
     table, run = glance.read_run(paper)
     assert run.run_name == "ci" and run.config_hash == config_hash(config) and run.policy_model
     assert glance.block_of(text) == glance.render(table, run, "paper_out/claims.md")
-    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | [0.0, 100.0] | 3 cases | 46.7 |" in text
+    assert "| Success rate (%) | Echo-N1 | echo | 66.7 | n too small (n = 3) | 3 cases | 46.7 |" in text
