@@ -126,15 +126,22 @@ def test_heads_fit_on_dev_cases_answer_the_priorities_in_the_sandbox_judge(tmp_p
     assert summary_line(rec).startswith(f"IEDR on {len(held)} held-out own cases (readout heads")
 
 
-def test_without_iedr_heads_the_judge_is_fit_on_the_dev_items_only(tmp_path, tiny_lm_dir):
-    """judges.train.iedr_heads false (the schema's default, the ci run): no IEDR heads, no IEDR check."""
+def test_without_iedr_heads_the_judge_is_fit_on_the_dev_items_only(tmp_path, monkeypatch):
+    """judges.train.iedr_heads false (the schema's default, the ci run): the read-out fit gets no cases."""
+    import echo_lib.judges.readout as readout
+    import echo_lib.models as models
     from echo_lib.config import load_config
     from echo_lib.judges.stage import train
     from test_judges import toy_set
-    cfg = load_config({"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 0,
-                       "models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
-                       "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]},
-                       "judges": {"set": str(toy_set(tmp_path, n=4)), "probe": False, "nee": False,
-                                  "train": {"enabled": True, "bank_per_item": 0, "layer": 2}},
-                       "nee": {"prompt_variants": 1}, "llm": {"progress": False}})
-    assert "iedr_cases" not in train(cfg)
+    seen = {}
+    monkeypatch.setattr(models, "load_llm", lambda cfg, name: name)
+    monkeypatch.setattr(readout, "fit_readout_judge", lambda *a, **kw: seen.update(kw) or {})
+    base = {"results_dir": str(tmp_path / "results"), "run_name": "t", "seed": 0,
+            "roles": {"judge": "tiny_judge", "nee_judges": ["tiny_judge"]}, "nee": {"prompt_variants": 1},
+            "judges": {"set": str(toy_set(tmp_path, n=4)), "train": {"enabled": True, "bank_per_item": 0}}}
+    assert load_config(base).judges.train.iedr_heads is False
+    train(load_config(base))
+    assert seen["cases"] is None
+    base["judges"]["train"]["iedr_heads"] = True
+    train(load_config(base))
+    assert [c.id for c in seen["cases"]] == [c.id for c in own_split(0)[0]]
