@@ -105,6 +105,12 @@ class Interval:
             return None
         return [round(self.low, 4), round(self.high, 4)]
 
+    def cell(self, digits: int = 1, scale: float = 1.0) -> str:
+        """What a table's interval column prints: "[40.1, 48.9]" when shown, else why not (`note`)."""
+        if self.shown:
+            return f"[{self.low * scale:.{digits}f}, {self.high * scale:.{digits}f}]"
+        return self.note
+
     def text(self, digits: int = 1, scale: float = 1.0) -> str:
         """'44.5 [40.1, 48.9]' when shown, else the estimate and why: '44.5 (n too small, n = 3)'."""
         if self.estimate is None or (isinstance(self.estimate, float) and math.isnan(self.estimate)):

@@ -60,15 +60,8 @@ def model_intervals(per_case: pd.DataFrame) -> pd.DataFrame:
             iv, scale = _interval(cases[column], metric)
             scaled = [None if x is None else round(x * scale, 4) for x in (iv.estimate, iv.low, iv.high)]
             rows.append({"Model": model, "Metric": metric, "n": iv.n, "Estimate": scaled[0], "CI low": scaled[1],
-                         "CI high": scaled[2], "Method": iv.method, "Shown": iv.shown, "CI": ci_cell(iv, scale)})
+                         "CI high": scaled[2], "Method": iv.method, "Shown": iv.shown, "CI": iv.cell(scale=scale)})
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
-
-
-def ci_cell(iv: Interval, scale: float = 1.0, digits: int = 1) -> str:
-    """What a table prints for an interval: "[40.1, 48.9]", or the reason there is none."""
-    if iv.shown:
-        return f"[{iv.low * scale:.{digits}f}, {iv.high * scale:.{digits}f}]"
-    return iv.note
 
 
 def paired_differences(per_case: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:

@@ -31,6 +31,7 @@ from collections import Counter
 from typing import Sequence
 
 from echo_lib.epm.iedr import AXES, INDICATORS, dominant_axis, initial_deficit
+from echo_lib.judges.sensitivity import summarise
 from echo_lib.scenarios.schema import Scenario
 
 # indicator -> the scenario's declared need (priorities.<need>.level)
@@ -73,13 +74,6 @@ def training_rows(cases: Sequence[Scenario]) -> tuple[list, list[str]]:
     return chats, targets
 
 
-def _accuracy(outcomes: Sequence[float]) -> dict:
-    from echo_lib.stats import proportion_interval
-    iv = proportion_interval(outcomes)
-    return {"accuracy": None if iv.estimate is None else round(iv.estimate, 4), "accuracy_ci": iv.bounds,
-            "n": iv.n, "ci_method": iv.method}
-
-
 def _levels(probs, classes: Sequence[str], expected: bool) -> list[int]:
     """Levels from head probabilities, read as the Judge reads a Choice (expected level rounded, halves up,
     or the most probable option)."""
@@ -113,7 +107,7 @@ def shuffled_twin(llm, heads, dev: Sequence[Scenario], heldout: Sequence[Scenari
         for case, level in zip(levels, got):
             case[k] = level
     match = [float(dominant_axis(initial_deficit(lv)) == sc.labels.dominant_axis) for lv, sc in zip(levels, heldout)]
-    return {**_accuracy(match), "distinct_P0": len({tuple(initial_deficit(lv)) for lv in levels}),
+    return {**summarise(match), "distinct_P0": len({tuple(initial_deficit(lv)) for lv in levels}),
             "skipped": twin.skipped}
 
 
@@ -129,7 +123,7 @@ def bag_of_words_probe(dev: Sequence[Scenario], heldout: Sequence[Scenario], see
     x = vec.fit_transform([full_profile(sc) for sc in dev])
     clf = LogisticRegression(max_iter=5000, random_state=seed).fit(x, [sc.labels.dominant_axis for sc in dev])
     pred = clf.predict(vec.transform([full_profile(sc) for sc in heldout]))
-    return _accuracy([float(p == sc.labels.dominant_axis) for p, sc in zip(pred, heldout)])
+    return summarise([float(p == sc.labels.dominant_axis) for p, sc in zip(pred, heldout)])
 
 
 def majority(dev: Sequence[Scenario], heldout: Sequence[Scenario]) -> dict:
@@ -137,7 +131,7 @@ def majority(dev: Sequence[Scenario], heldout: Sequence[Scenario]) -> dict:
     to the first of C, A, P)."""
     counts = Counter(sc.labels.dominant_axis for sc in dev)
     axis = max(AXES, key=lambda a: (counts[a], -AXES.index(a)))
-    return {"axis": axis, **_accuracy([float(sc.labels.dominant_axis == axis) for sc in heldout])}
+    return {"axis": axis, **summarise([float(sc.labels.dominant_axis == axis) for sc in heldout])}
 
 
 def check(judge, dev: Sequence[Scenario], heldout: Sequence[Scenario], *, C: float, seed: int) -> dict:
@@ -166,8 +160,8 @@ def check(judge, dev: Sequence[Scenario], heldout: Sequence[Scenario], *, C: flo
            "split": {"seed": seed, "method": "first n of the sandbox's stratified order held out",
                      "dev": [sc.id for sc in dev], "heldout": [sc.id for sc in heldout]},
            "n_dev": len(dev), "target": TARGET,
-           "dominant_axis": _accuracy(match), "distinct_P0": len(set(p0s)), "n_failed": sum(not v.ok for v in verdicts),
-           "priority_levels": _accuracy(levels_right), "majority": majority(dev, heldout),
+           "dominant_axis": summarise(match), "distinct_P0": len(set(p0s)), "n_failed": sum(not v.ok for v in verdicts),
+           "priority_levels": summarise(levels_right), "majority": majority(dev, heldout),
            "probe": bag_of_words_probe(dev, heldout, seed)}
     heads = heads_of(judge.llm)
     if heads is not None and any(priority_question(k) in heads.heads for k in PRIORITY_INDICATORS):

@@ -94,14 +94,19 @@ def run_probe(cfg, items, embed=None) -> dict | None:
     return embedding_probe(dev, items, embed, cfg.seed)
 
 
-def run_sandbox_judge(cfg, items, llm=None) -> dict:
-    from echo_lib.judges.sensitivity import sandbox_judge_sensitivity
+def sandbox_judge(cfg, llm=None):
+    """roles.judge as the sandbox asks it (sandbox_run's judge settings)."""
     from echo_lib.models import load_llm
     from echo_lib.sandbox.judge import Judge
     p = cfg.sandbox_run
-    judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+    return Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+
+
+def run_sandbox_judge(cfg, items, llm=None) -> dict:
+    from echo_lib.judges.sensitivity import sandbox_judge_sensitivity
+    judge = sandbox_judge(cfg, llm)
     out = sandbox_judge_sensitivity(judge, items)
-    return {"model": cfg.roles.judge, "mode": judge.mode, "calibrate": p.judge.calibrate, **out}
+    return {"model": cfg.roles.judge, "mode": judge.mode, "calibrate": cfg.sandbox_run.judge.calibrate, **out}
 
 
 def dev_fit(cfg, llm=None) -> dict:
@@ -130,10 +135,7 @@ def run_nee(cfg, items, llms: dict | None = None) -> dict:
 def run_iedr(cfg, llm=None) -> dict:
     """The sandbox judge's IEDR on the held-out own cases (echo_lib.judges.iedr_heads): does P0 read the case?"""
     from echo_lib.judges.iedr_heads import check, own_split
-    from echo_lib.models import load_llm
-    from echo_lib.sandbox.judge import Judge
-    p = cfg.sandbox_run
-    judge = Judge(llm or load_llm(cfg, cfg.roles.judge), p.judge, seed=cfg.seed, history_turns=p.history_turns)
+    judge = sandbox_judge(cfg, llm)
     dev, heldout = own_split(cfg.seed)
     return {"model": cfg.roles.judge, **check(judge, dev, heldout, C=cfg.judges.train.C, seed=cfg.seed)}
 

@@ -55,11 +55,15 @@ def dimension_table(ratings: pd.DataFrame) -> pd.DataFrame:
                                        "ci_method", "n_ratings"])
 
 
+def _nan(x: float | None) -> float:
+    """A table cell: NaN where an Interval has no value."""
+    return float("nan") if x is None else x
+
+
 def _cells(iv: Interval, value: str, prefix: str) -> dict:
     """An interval as table cells: value, <prefix>_low, <prefix>_high, n, ci_method (NaN where absent)."""
-    nan = float("nan")
-    return {value: nan if iv.estimate is None else iv.estimate, f"{prefix}_low": nan if iv.low is None else iv.low,
-            f"{prefix}_high": nan if iv.high is None else iv.high, "n": iv.n, "ci_method": iv.method}
+    return {value: _nan(iv.estimate), f"{prefix}_low": _nan(iv.low), f"{prefix}_high": _nan(iv.high), "n": iv.n,
+            "ci_method": iv.method}
 
 
 def read_epmq(path: str | Path) -> dict[str, float]:
@@ -105,8 +109,7 @@ def pairwise_rates(pairwise: pd.DataFrame) -> pd.DataFrame:
             lambda g: g["winner"].nunique() > 1, include_groups=False)
         iv = cluster_interval((r["winner"] == model).astype(float).tolist(), r["case_id"].tolist()).clipped(0, 1)
         rows.append({"model": model, "win_rate": float((r["winner"] == model).mean()),
-                     "win_ci_low": float("nan") if iv.low is None else iv.low,
-                     "win_ci_high": float("nan") if iv.high is None else iv.high, "win_n_cases": iv.n,
+                     "win_ci_low": _nan(iv.low), "win_ci_high": _nan(iv.high), "win_n_cases": iv.n,
                      "win_ci_method": iv.method,
                      "position_bias": float(flips.mean()) if len(flips) else float("nan"), "n_pairs": len(flips)})
     return pd.DataFrame(rows, columns=cols)
@@ -131,10 +134,10 @@ def summary_table(ratings: pd.DataFrame, epmq: dict[str, float], weight: float,
     for model in models:
         r = ratings[ratings["model"] == model]
         iv = _score(r)
-        nee = float("nan") if iv.estimate is None else iv.estimate
+        nee = _nan(iv.estimate)
         e = epmq.get(model, float("nan"))
-        row = {"model": model, "nee": nee, "nee_ci_low": float("nan") if iv.low is None else iv.low,
-               "nee_ci_high": float("nan") if iv.high is None else iv.high, "nee_ci_method": iv.method,
+        row = {"model": model, "nee": nee, "nee_ci_low": _nan(iv.low), "nee_ci_high": _nan(iv.high),
+               "nee_ci_method": iv.method,
                "nee_ci_shown": iv.shown, "n_transcripts": r["case_id"].nunique(),
                "n_ratings": int(r["score"].notna().sum()),
                "n_failed": int(r["score"].isna().sum()), "epmq": e, "composite": float(composite(e, nee, weight))}

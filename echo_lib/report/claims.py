@@ -23,6 +23,7 @@ from typing import Mapping
 import pandas as pd
 import yaml
 
+from echo_lib.epm.compare import SUCCESS_METRIC
 from echo_lib.provenance import write_text
 from echo_lib.report.paper_tables import success_rate
 from echo_lib.report.tables import format_cell, write_table
@@ -32,7 +33,7 @@ MEASURED_COLUMN = "Measured (this run)"
 INTERVAL_COLUMN = "Measured 95% CI"
 N_COLUMN = "Measured n"
 VERDICT_COLUMN = "Verdict vs base (this run)"
-COMPARED_ON = {"epm": "Success (%)", "nee": "Composite"}   # the paired tables' metric of each claim source
+COMPARED_ON = {"epm": SUCCESS_METRIC, "nee": "Composite"}   # the paired tables' metric of each claim source
 SOURCES = ("epm", "nee")   # which of this run's tables a claim is measured from
 LATEX_HIDDEN_COLUMNS = ["Source", VERDICT_COLUMN]   # in claims.csv and claims.md; the LaTeX table cites
 # sources in its caption, and the verdicts are in the paired-differences table beside it
@@ -107,7 +108,7 @@ def _interval(intervals: pd.DataFrame | None, model: str) -> str:
     none: "n too small (n = 3 < 10)"), or --."""
     if intervals is None:
         return NONE
-    cells = intervals.loc[(intervals["Model"] == model) & (intervals["Metric"] == "Success (%)"), "CI"]
+    cells = intervals.loc[(intervals["Model"] == model) & (intervals["Metric"] == SUCCESS_METRIC), "CI"]
     cell = cells.iloc[0] if len(cells) else None
     return str(cell) if cell is not None and pd.notna(cell) and str(cell).strip() else NONE
 

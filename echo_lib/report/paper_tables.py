@@ -11,7 +11,7 @@ from typing import Mapping
 import pandas as pd
 
 from echo_lib.report.tables import format_cell
-from echo_lib.stats import MIN_N
+from echo_lib.stats import MIN_N, Interval
 
 
 def success_rate(summary: pd.DataFrame) -> pd.Series:
@@ -26,13 +26,11 @@ def _interval_cells(intervals: pd.DataFrame, metric: str) -> pd.Series:
 
 
 def nee_interval_cell(row: Mapping) -> str | None:
-    """Stage 06's NEE interval as the tables print it: "[lo, hi]", or why there is none."""
+    """Stage 06's NEE interval as the tables print it: "[lo, hi]", or why there is none (stats.Interval)."""
     if pd.isna(row.get("nee")):
         return None
-    if str(row.get("nee_ci_shown")) == "True":
-        return f"[{format_cell(row['nee_ci_low'], 1)}, {format_cell(row['nee_ci_high'], 1)}]"
-    n = int(row["n_transcripts"])
-    return f"n too small (n = {n})" if n < MIN_N else "no spread: every item scored the same"
+    low, high = (None if pd.isna(row[k]) else float(row[k]) for k in ("nee_ci_low", "nee_ci_high"))
+    return Interval(float(row["nee"]), low, high, int(row["n_transcripts"]), str(row["nee_ci_method"])).cell()
 
 
 def main_results(epm: pd.DataFrame, nee: pd.DataFrame, intervals: pd.DataFrame) -> pd.DataFrame:
@@ -40,7 +38,7 @@ def main_results(epm: pd.DataFrame, nee: pd.DataFrame, intervals: pd.DataFrame) 
     EPM-Q groups (stage 05), NEE and the composite (stage 06). Below stats.MIN_N cases an interval cell
     says "n too small" instead of bounds. A model the NEE panel did not rate keeps empty NEE cells."""
     nee = nee.rename(columns={"model": "Model"})
-    merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_shown", "n_transcripts", "composite"]],
+    merged = epm.merge(nee[["Model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "n_transcripts", "composite"]],
                        on="Model", how="left")
     merged = merged.sort_values("EPM-Q", ascending=False)
     epmq_ci, success_ci = _interval_cells(intervals, "EPM-Q"), _interval_cells(intervals, "Success (%)")
