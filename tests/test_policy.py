@@ -268,6 +268,22 @@ def test_accelerate_launcher_needs_its_config(tmp_path):
                        "--entry", "echo_lib.policy.stage:launched", "scalar"]
 
 
+
+def test_a_failed_launch_names_the_ranks_last_lines(capfd):
+    """The ranks' output is echoed as it comes, and a launch that fails raises with its last lines, so the
+    cause (a rank's traceback) is in the error, not only in a log that scrolled away."""
+    import sys
+
+    from echo_lib.policy.launch import LaunchFailed, run_echoed
+    script = "import sys\nfor i in range(60): print('line', i)\nprint('rank 1: boom', file=sys.stderr)\nsys.exit(3)"
+    with pytest.raises(LaunchFailed) as failed:
+        run_echoed([sys.executable, "-c", script])
+    assert failed.value.returncode == 3 and failed.value.output[-1] == "rank 1: boom"
+    assert len(failed.value.output) == 40 and "line 59" in str(failed.value) and "line 10" not in str(failed.value)
+    assert "line 0\n" in capfd.readouterr().out        # echoed live
+    run_echoed([sys.executable, "-c", "print('fine')"])   # exit 0: no error
+
+
 def test_rl_data_is_built_once_and_rebuilt_when_its_settings_change(tmp_path, monkeypatch):
     from echo_lib.config import load_config
     from echo_lib.policy import stage

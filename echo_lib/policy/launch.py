@@ -39,7 +39,30 @@ def run_accelerate(cfg, entry: str, args: list[str], out_dir: Path) -> None:
     write_text(config_file, json.dumps(cfg.raw, indent=1))    # names of key variables only, never keys; atomic
     cmd = command(cfg, entry, args, config_file)
     print("running:", shlex.join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+    run_echoed(cmd)
+
+
+class LaunchFailed(subprocess.CalledProcessError):
+    """`accelerate launch` exited non-zero; the message carries the ranks' last lines (the cause)."""
+
+    def __str__(self) -> str:
+        return (f"{super().__str__()} The last lines the ranks printed:\n" + "\n".join(self.output)
+                + "\nRerun the command above by hand to see the whole output.")
+
+
+def run_echoed(cmd: list[str], keep: int = 40) -> None:
+    """Run `cmd`, echoing its output (stderr merged) as it comes, so progress shows; raise LaunchFailed with
+    the last `keep` lines when it fails."""
+    from collections import deque
+    tail: deque[str] = deque(maxlen=keep)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                          bufsize=1) as proc:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(line.rstrip("\n"))
+    if proc.returncode:
+        raise LaunchFailed(proc.returncode, cmd, output=list(tail))
 
 
 def entry_function(entry: str):
@@ -60,7 +83,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     path = Path(args.config)
     cfg = load_config(json.loads(path.read_text()) if path.suffix == ".json" else path)
-    return entry_function(args.entry)(cfg, *args.args) or 0
+    status = entry_function(args.entry)(cfg, *args.args) or 0
+    close_process_group()
+    return status
+
+
+def close_process_group() -> None:
+    """Wait for every rank, then close the process group the entry opened: a rank that exits with it open
+    can crash in the backend's teardown (torch warns of it) after its work is done."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
