@@ -72,7 +72,12 @@ def test_judge_sensitivity_is_measured_and_shown_before_the_comparisons(ci_run):
     assert all(r["preferred"] == (1.0 if r["effect_good"] > r["effect_poor"] else 0.5 if r["effect_good"] == r["effect_poor"]
                                   else 0.0) for r in s["items"] if "preferred" in r)
     assert set(panel["judges"]) == {f"{m}/v{v}" for m in panel["models"] for v in (1, 2)} and panel["n"] == n
-    assert set(record["passed"]) == {"sandbox_judge_accuracy", "nee_accuracy", "nee_alpha", "nee_position_bias"}
+    assert set(record["passed"]) == {"sandbox_judge_accuracy", "nee_accuracy", "nee_alpha", "nee_position_bias",
+                                     "iedr_dominant_axis"}
+    # P0 from the declared priorities (sandbox_run.judge.iedr_priorities), measured on the 12 held-out own cases
+    iedr = record["iedr"]
+    assert iedr["source"].startswith("declared priorities") and iedr["dominant_axis"]["n"] == 12
+    assert iedr["judge"]["dominant_axis"]["n"] == 12 and iedr["priority_levels"]["accuracy"] == 1.0
     assert record["probe"]["n"] == n and record["probe"]["n_dev"] == 36   # fit on every dev item of the shipped set
     # the judge is the read-out judge of judges.train, fit first on the configured dev items, and is what rated
     train = yaml.safe_load((ROOT / "config/ci.yaml").read_text())["judges"]["train"]

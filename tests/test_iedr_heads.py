@@ -145,3 +145,47 @@ def test_without_iedr_heads_the_judge_is_fit_on_the_dev_items_only(tmp_path, mon
     base["judges"]["train"]["iedr_heads"] = True
     train(load_config(base))
     assert [c.id for c in seen["cases"]] == [c.id for c in own_split(0)[0]]
+
+
+def test_declared_priorities_give_p0_and_the_judges_own_answer_is_kept_beside():
+    """sandbox_run.judge.iedr_priorities: declared takes C.3/A.3/P.3 from the scenario file (the judge's answer
+    kept as {k}_judge_level, the source said), the other six from the judge; the check reports both P0s."""
+    dev, held = own_split(0)
+    judge = Judge(ReadsPriorities("constant"), JudgeParams(mode="choose", iedr_priorities="declared"))
+    verdicts = judge.iedr(held)
+    for sc, v in zip(held, verdicts):
+        assert {k: v.iedr_levels()[k] for k in PRIORITY_INDICATORS} == declared_levels(sc)
+        assert all(v.details[f"{k}_judge_level"] == 1 for k in PRIORITY_INDICATORS)
+        assert all(v.iedr_levels()[k] == 1 for k in INDICATORS if k not in PRIORITY_INDICATORS)
+        assert v.details["iedr_source"].startswith("declared priorities") and "LM head" in v.details["iedr_source"]
+    rec = check(judge, dev, held, C=0.1, seed=0)
+    assert rec["source"].startswith("declared") and rec["passed"] and rec["dominant_axis"]["accuracy"] >= 11 / 12
+    assert rec["distinct_P0"] > 3 and rec["priority_levels"]["accuracy"] == 1.0
+    assert rec["judge"]["source"] == "judge" and rec["judge"]["distinct_P0"] == 1        # the LM head reads nothing
+    assert rec["cases"][0]["judge"]["P_0"] == [int(x) for x in initial_deficit({k: 1 for k in INDICATORS})]
+    assert "the judge's own P0 (judge)" in summary_line(rec)
+    assert Judge(ReadsPriorities("constant"), JudgeParams(mode="choose")).iedr(held[:1])[0].iedr_levels()["C.3"] == 1
+
+
+def test_declared_priorities_reach_the_result_files_source(tmp_path):
+    """Through the sandbox stage on fakes: each result file's P0 has the case's declared priorities and its
+    iedr_details.source says so; a config with an unknown source is refused by name."""
+    from test_sandbox_fakes import config, fakes
+
+    from echo_lib.config import load_config
+    from echo_lib.epm.empa_io import read_result
+    from echo_lib.sandbox.params import SandboxRunParams
+    from echo_lib.sandbox.stage import run_sandbox
+    raw = config(tmp_path, max_turns=3, min_turns=2, judge={"iedr_priorities": "declared"})
+    cfg = load_config({**raw, "sandbox": {"case_ids": ["own_001", "own_004"]}})
+    _, llms = fakes(tmp_path)
+    rep = run_sandbox(cfg, "base", llms=llms)
+    own = {sc.id: sc for sc in load_own()}
+    for case in ("own_001", "own_004"):
+        data = json.loads((rep.out_dir / f"{case}_result.json").read_text())
+        details = data["epj"]["iedr_details"]
+        assert details["source"].startswith("declared priorities (C.3/A.3/P.3 from the scenario file)")
+        levels = read_result(rep.out_dir / f"{case}_result.json").iedr
+        assert {k: levels[k] for k in PRIORITY_INDICATORS} == declared_levels(own[case])
+    with pytest.raises(ValueError, match="iedr_priorities='asked'.*allowed: judge, declared"):
+        SandboxRunParams.from_dict({"judge": {"iedr_priorities": "asked"}})

@@ -32,11 +32,9 @@ from typing import Sequence
 
 from echo_lib.epm.iedr import AXES, INDICATORS, dominant_axis, initial_deficit
 from echo_lib.judges.sensitivity import summarise
+from echo_lib.sandbox.priorities import PRIORITY_INDICATORS, declared_levels, judge_levels
 from echo_lib.scenarios.schema import Scenario
 
-# indicator -> the scenario's declared need (priorities.<need>.level)
-PRIORITY_INDICATORS = {"C.3": "cognitive", "A.3": "affective", "P.3": "motivational"}
-PRIORITY_LEVELS = {"Low": 1, "Medium": 2, "High": 3}   # secondary, core, highest
 HELDOUT_CASES = 12        # 4 per dominant axis of the 30 own cases (config key wanted: judges.iedr_heldout_cases)
 TARGET = 0.80             # held-out share of cases whose P0 has the declared dominant axis
 
@@ -54,12 +52,6 @@ def own_split(seed: int) -> tuple[list, list]:
     """The split of the project's own 30 cases (data/scenarios/own)."""
     from echo_lib.scenarios.own import load_own
     return case_split(load_own(), seed)
-
-
-def declared_levels(sc: Scenario) -> dict[str, int]:
-    """C.3 / A.3 / P.3 as the scenario file declares them."""
-    pr = sc.priorities
-    return {k: PRIORITY_LEVELS[getattr(pr, need).level] for k, need in PRIORITY_INDICATORS.items()}
 
 
 def training_rows(cases: Sequence[Scenario]) -> tuple[list, list[str]]:
@@ -141,28 +133,28 @@ def check(judge, dev: Sequence[Scenario], heldout: Sequence[Scenario], *, C: flo
     from echo_lib.llm.readout import heads_of
     from echo_lib.sandbox.judge import iedr_source
     verdicts = judge.iedr(list(heldout))
-    cases, match, levels_right, p0s, others = [], [], [], [], []
+    cases, others = [], []
     for sc, v in zip(heldout, verdicts):
         row = {"case": sc.id, "declared_axis": sc.labels.dominant_axis, "declared_levels": declared_levels(sc)}
         if v.ok:
-            levels = v.iedr_levels()
-            P0 = initial_deficit(levels)
-            row |= {"levels": levels, "P_0": [int(x) for x in P0], "axis": dominant_axis(P0)}
-            p0s.append(tuple(row["P_0"]))
-            others.append({k: levels[k] for k in INDICATORS})
-            levels_right += [float(levels[k] == want) for k, want in row["declared_levels"].items()]
+            row |= p0_row(v.iedr_levels())
+            if v.details.get("iedr_source", "").startswith("declared"):   # the judge's own answer, beside
+                row["judge"] = p0_row(judge_levels(v.details))
+            others.append(dict(row.get("judge", row)["levels"]))
         else:
             row |= {"error": v.error}
             others.append({k: 0 for k in INDICATORS})
-        match.append(float(row.get("axis") == row["declared_axis"]))
         cases.append(row)
-    out = {"source": iedr_source(judge.llm) if judge.mode == "choose" else "judge (json)",
+    judge_source = iedr_source(judge.llm) if judge.mode == "choose" else "judge (json)"
+    out = {"source": next((v.details["iedr_source"] for v in verdicts if v.ok and "iedr_source" in v.details),
+                          judge_source),
            "split": {"seed": seed, "method": "first n of the sandbox's stratified order held out",
                      "dev": [sc.id for sc in dev], "heldout": [sc.id for sc in heldout]},
-           "n_dev": len(dev), "target": TARGET,
-           "dominant_axis": summarise(match), "distinct_P0": len(set(p0s)), "n_failed": sum(not v.ok for v in verdicts),
-           "priority_levels": summarise(levels_right), "majority": majority(dev, heldout),
-           "probe": bag_of_words_probe(dev, heldout, seed)}
+           "n_dev": len(dev), "target": TARGET, **p0_figures(cases), "n_failed": sum(not v.ok for v in verdicts),
+           "majority": majority(dev, heldout), "probe": bag_of_words_probe(dev, heldout, seed)}
+    if any("judge" in row for row in cases):     # declared priorities gave P0: how the judge itself did
+        out["judge"] = {"source": judge_source,
+                        **p0_figures([{**row, **row["judge"]} if "judge" in row else row for row in cases])}
     heads = heads_of(judge.llm)
     if heads is not None and any(priority_question(k) in heads.heads for k in PRIORITY_INDICATORS):
         out["shuffled"] = shuffled_twin(judge.llm, heads, dev, heldout, others, C=C, seed=seed,
@@ -170,6 +162,22 @@ def check(judge, dev: Sequence[Scenario], heldout: Sequence[Scenario], *, C: flo
     out["passed"] = out["dominant_axis"]["accuracy"] is not None and out["dominant_axis"]["accuracy"] >= TARGET
     out["cases"] = cases
     return out
+
+
+def p0_row(levels: dict[str, int]) -> dict:
+    """A case's nine levels, its P0 and P0's dominant axis."""
+    P0 = initial_deficit(levels)
+    return {"levels": levels, "P_0": [int(x) for x in P0], "axis": dominant_axis(P0)}
+
+
+def p0_figures(cases: list[dict]) -> dict:
+    """Over the held-out cases: P0's dominant axis against the declared one, the distinct P0, and the priority
+    levels against the declared ones (a failed case counts as a miss of the axis)."""
+    answered = [row for row in cases if "levels" in row]
+    return {"dominant_axis": summarise([float(row.get("axis") == row["declared_axis"]) for row in cases]),
+            "distinct_P0": len({tuple(row["P_0"]) for row in answered}),
+            "priority_levels": summarise([float(row["levels"][k] == want) for row in answered
+                                          for k, want in row["declared_levels"].items()])}
 
 
 def priority_question(indicator: str) -> str:
@@ -181,9 +189,12 @@ def priority_question(indicator: str) -> str:
 def summary_line(rec: dict) -> str:
     """The IEDR check in words, beside its target and references."""
     d, m, p = rec["dominant_axis"], rec["majority"], rec["probe"]
+    own = (f"; the judge's own P0 ({rec['judge']['source']}) {rec['judge']['dominant_axis']['accuracy']:.3f} "
+           f"{rec['judge']['dominant_axis']['accuracy_ci']}, {rec['judge']['distinct_P0']} distinct"
+           if "judge" in rec else "")
     twin = (f"; label-shuffle twin {rec['shuffled']['accuracy']:.3f} {rec['shuffled']['accuracy_ci']}"
             if "shuffled" in rec else "")
     return (f"IEDR on {d['n']} held-out own cases ({rec['source']}): P0's dominant axis is the declared one in "
             f"{d['accuracy']:.3f} {d['accuracy_ci']}, target >= {rec['target']}: "
-            f"{'meets' if rec['passed'] else 'MISSES'}; {rec['distinct_P0']} distinct P0; majority baseline "
+            f"{'meets' if rec['passed'] else 'MISSES'}; {rec['distinct_P0']} distinct P0{own}; majority baseline "
             f"({m['axis']}) {m['accuracy']:.3f}, bag-of-words probe {p['accuracy']:.3f}{twin}")

@@ -179,7 +179,8 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
         record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms[cfg.roles.judge])
         if training is not None:
             record["sandbox_judge"] |= dev_fit(cfg, llms[cfg.roles.judge])
-        if (training or {}).get("iedr_cases"):   # the judge got IEDR priority heads: measure them on held-out cases
+        if (training or {}).get("iedr_cases") or cfg.sandbox_run.judge.iedr_priorities == "declared":
+            # the judge got IEDR priority heads, or P0 takes the declared priorities: measure P0 on held-out cases
             start = time.perf_counter()
             record["iedr"] = run_iedr(cfg, llms[cfg.roles.judge])
             record["iedr"]["seconds"] = round(time.perf_counter() - start, 1)

@@ -29,6 +29,7 @@ from echo_lib.llm.types import json_object
 from echo_lib.sandbox.batch import CaseFailure, isolate
 from echo_lib.sandbox.dialogue import Exchange, render, window
 from echo_lib.sandbox.params import JudgeParams
+from echo_lib.sandbox.priorities import JUDGE, with_priorities
 from echo_lib.scenarios.schema import Scenario
 
 # ---- the rubric's version ------------------------------------------------------------------------------
@@ -40,7 +41,7 @@ RUBRIC_MODULES = ("sandbox/judge", "sandbox/actor", "sandbox/director", "sandbox
 RUBRIC_VERSION = ("echo sandbox rubric v1 (2026-12): IEDR 9 indicators (C.1-P.3, levels 0-3) rated once; MDEP 6 "
                   "indicators (C/A/P progress 0..2, regress 0..-2) every K turns; Actor, Director (7 functions) and "
                   "companion prompts; wording this project's own")
-RUBRIC_TEXT_FINGERPRINT = "e5c22a86a36cf813"
+RUBRIC_TEXT_FINGERPRINT = "4d373e35e4fd9759"
 
 # ---- the two instruments -----------------------------------------------------------------------------
 
@@ -285,14 +286,12 @@ class Judge:
         if self.mode == "choose":
             prompts = [{k: iedr_prompt(sc, k) for k in INDICATORS} for sc in scenarios]
             out = self._ask(prompts, [str(i) for i in range(4)], "IEDR", expected=self.p.iedr_level == "expected")
-            source = iedr_source(self.llm)
-            if source != "judge":    # the priority indicators read out by heads (a judge without them: as before)
-                for v in out:
-                    if v.ok:
-                        v.details["iedr_source"] = source
-            return out
-        return self._ask_json([iedr_json_prompt(sc) for sc in scenarios], IEDR_ALLOWED,
-                              self.p.iedr_max_new_tokens, "IEDR")
+            source = iedr_source(self.llm)   # the LM head, or read-out heads for the priority indicators
+        else:
+            out = self._ask_json([iedr_json_prompt(sc) for sc in scenarios], IEDR_ALLOWED,
+                                 self.p.iedr_max_new_tokens, "IEDR")
+            source = JUDGE
+        return with_priorities(out, scenarios, self.p.iedr_priorities, source)   # judge's or declared priorities
 
     def mdep(self, cases: list[tuple[Scenario | str, list[Exchange]]], k: int) -> list[Verdict]:
         """Rate the last k turns of each case's history; a case's person is a Scenario or a profile text."""

@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 JUDGE_MODES = ("auto", "choose", "json")
+PRIORITY_SOURCES = ("judge", "declared")   # sandbox_run.judge.iedr_priorities (echo_lib.sandbox.priorities)
 HISTORY_FORMATS = ("transcript", "chat")
 
 
@@ -42,6 +43,8 @@ class JudgeParams:
     calibrate: bool = False        # choose mode: MDEP levels by contextual calibration against a content-free reply
     iedr_level: str = "expected"   # choose mode: an IEDR level is the expected level over the digits, rounded
                                    # ("argmax": the most probable digit, which a small judge puts on "1" everywhere)
+    iedr_priorities: str = "judge"  # who gives C.3 / A.3 / P.3 (P0's direction): judge, or the scenario's
+                                   # declared priorities (echo_lib.sandbox.priorities)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ class SandboxRunParams:
                 problems.append(f"{name}={value!r} (allowed: null or an integer >= 1)")
         if self.judge.iedr_level not in ("expected", "argmax"):
             problems.append(f"judge.iedr_level={self.judge.iedr_level!r} (allowed: expected, argmax)")
+        if self.judge.iedr_priorities not in PRIORITY_SOURCES:
+            problems.append(f"judge.iedr_priorities={self.judge.iedr_priorities!r} (allowed: {', '.join(PRIORITY_SOURCES)})")
         if self.judge.mode not in JUDGE_MODES:
             problems.append(f"judge.mode={self.judge.mode!r} (allowed: {', '.join(JUDGE_MODES)})")
         if self.test_history not in HISTORY_FORMATS:
