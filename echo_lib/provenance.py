@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 TRACKED_PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "gguf",
                     "numpy", "pandas", "snakemake", "papermill", "jupytext", "echo-lib")
@@ -26,15 +26,19 @@ def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str
     return versions
 
 
-def git_commit(root: Path | None = None) -> str | None:
-    """The checkout's commit (with `+dirty` if it has uncommitted changes), or None outside git."""
+def git_commit(root: Path | None = None, generated: Sequence[str | Path] = ()) -> str | None:
+    """The checkout's commit (with `+dirty` if it has uncommitted changes), or None outside git. Changes to
+    `generated` (tracked files the calling stage is about to write, which Snakemake removed before the job)
+    do not count."""
     from echo_lib.paths import project_root
     root = root or project_root()
+    excluded = [f":(exclude){Path(p).resolve().relative_to(Path(root).resolve())}" for p in generated
+                if Path(p).resolve().is_relative_to(Path(root).resolve())]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
+                               cwd=root, capture_output=True, text=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+dirty" if dirty else "")
@@ -49,11 +53,12 @@ class RunRecord:
     seed: int
 
 
-def provenance(run: RunRecord, **extra: Any) -> dict:
-    """The record written beside an artifact: the run's name, scale, config hash and seed, the commit, the
-    time, Python and the tracked packages' versions, and `extra` (the stage, its step, ...)."""
+def provenance(run: RunRecord, generated: Sequence[str | Path] = (), **extra: Any) -> dict:
+    """The record written beside an artifact: the run's name, scale, config hash and seed, the commit (changes
+    to `generated`, the tracked files the stage writes, aside), the time, Python and the tracked packages'
+    versions, and `extra` (the stage, its step, ...)."""
     return {"run_name": run.run_name, "scale": run.scale, "config_hash": run.config_hash, "seed": run.seed,
-            "git_commit": git_commit(), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "git_commit": git_commit(generated=generated), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "python": platform.python_version(), "packages": package_versions(), **extra}
 
 

@@ -65,7 +65,11 @@ out = Path(paper_dir or default_paper_dir(cfg.paper, cfg.results_dir, cfg.run_na
 tables, figures = out / "tables", out / "figures"
 from echo_lib.stages import RM_KINDS
 
-record = provenance(cfg.record, stage="07_paper")   # before this stage writes anything: the commit it ran from
+# before this stage writes anything: the commit it ran from (the tracked files it rewrites aside: Snakemake
+# removed them before the job, which git would count as a change of the checkout)
+paper_files = layout.paper(out)
+record = provenance(cfg.record, generated=[*paper_files.outputs(pdf=False)["claims"], paper_files.provenance],
+                    stage="07_paper")
 print(f"run {cfg.run_name} ({cfg.scale} scale) -> {out}")
 
 # %% [markdown]

@@ -35,3 +35,27 @@ def test_artifacts_follow_the_umask(tmp_path, umask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+def test_the_files_a_stage_rewrites_do_not_make_the_commit_dirty(tmp_path):
+    """Snakemake removes rule paper's declared outputs before the job, and some are tracked (paper/claims.*):
+    the stage's own record must still name a clean commit, while any other change still counts."""
+    import subprocess
+
+    from echo_lib.provenance import git_commit
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "paper").mkdir()
+    for name in ("code.py", "paper/claims.md"):
+        (tmp_path / name).write_text("x\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    clean = git_commit(tmp_path)
+    assert clean and not clean.endswith("+dirty")
+    (tmp_path / "paper/claims.md").unlink()                       # what Snakemake does before the job
+    assert git_commit(tmp_path).endswith("+dirty")
+    assert git_commit(tmp_path, generated=[tmp_path / "paper/claims.md"]) == clean
+    (tmp_path / "code.py").write_text("y\n")                      # a real change still shows
+    assert git_commit(tmp_path, generated=[tmp_path / "paper/claims.md"]).endswith("+dirty")
