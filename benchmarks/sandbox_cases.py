@@ -1,15 +1,17 @@
 """The tiny sandbox stage at N cases for one model: what 30 cases per model cost (issue 36).
 
     OMP_WAIT_POLICY=ACTIVE .venv/bin/python benchmarks/sandbox_cases.py --cases 30 [--prefix-cache-mb 512] \
-        [--model base] [--out /tmp/sandbox30]
+        [--model base] [--work /tmp/sandbox30]
 
 The stage's own path (echo_lib.sandbox.stage.run_sandbox) with config/default.yaml, its trained judge
 (roles.judge, the read-out heads of rule judges) and `sandbox.max_cases` = --cases, the LLM call cache off so
-every call runs. It needs stage 00's checkpoint and rule judges' heads (results/tiny/judges/readout); for an
-RL variant, stage 03's adapter. The models load before the clock starts. Prints one JSON line: wall time, peak
-RSS, and per model the prompt tokens asked for, computed and reused from the prefix cache
-(`llm.prefix_cache_mb`), the cache's hits and misses and its final size. Timings are wall-clock on whatever
-else the machine is doing.
+every call runs. It reads stage 00's checkpoint, rule judges' heads (results/tiny/judges/readout) and, for an
+RL variant, stage 03's adapter, through links from a scratch results folder, so the tiny run's own files
+(its llm_provenance.jsonl included) stay as they are. The models load before the clock starts. Prints one
+JSON line: wall time, peak RSS, per model the prompt tokens asked for, computed and reused from the prefix
+cache (`llm.prefix_cache_mb`), the cache's hits and misses and its final size, and per role (op and model)
+the seconds, calls, requests and tokens of the model layer's records. Timings are wall-clock on whatever else
+the machine is doing.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import resource
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,15 +31,19 @@ def main() -> None:
     import yaml
 
     from echo_lib.config import load_config
+    from echo_lib.layout import Layout
     from echo_lib.models import load_llm
     from echo_lib.sandbox.stage import run_sandbox
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=30)
     ap.add_argument("--model", default="base")
     ap.add_argument("--prefix-cache-mb", type=float, default=None, help="llm.prefix_cache_mb (default: the config's)")
-    ap.add_argument("--out", default="/tmp/sandbox_cases", help="folder for the result files")
+    ap.add_argument("--work", default=None, help="scratch results folder (default: a new temporary folder)")
     args = ap.parse_args()
     raw = yaml.safe_load((ROOT / "config/default.yaml").read_text())
+    work = Path(args.work or tempfile.mkdtemp(prefix="sandbox_cases-"))
+    link_inputs(ROOT / raw.get("results_dir", "results"), work, raw["run_name"])
+    raw["results_dir"] = str(work)
     raw["sandbox"]["max_cases"] = args.cases
     raw["llm"] = {**raw.get("llm", {}), "cache": False}
     if args.prefix_cache_mb is not None:
@@ -45,7 +52,7 @@ def main() -> None:
     names = dict.fromkeys((args.model, cfg.roles.actor, cfg.roles.director, cfg.roles.judge))
     llms = {name: load_llm(cfg, name, dialogues=True) for name in names}
     t0 = time.perf_counter()
-    run_sandbox(cfg, args.model, out_dir=args.out, llms=llms, progress=True)
+    run_sandbox(cfg, args.model, llms=llms, progress=True)
     wall = time.perf_counter() - t0
     stats = {name: {"prompt": llm.backend.tally.prompt, "computed": llm.backend.tally.computed,
                     "reused": llm.backend.tally.reused, "hits": llm.backend.prefixes.hits,
@@ -54,7 +61,32 @@ def main() -> None:
     print("RESULT", json.dumps({"cases": args.cases, "model": args.model, "prefix_cache_mb": cfg.llm.prefix_cache_mb,
                                 "wall_s": round(wall, 1),
                                 "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-                                "models": stats}))
+                                "models": stats, "roles": by_role(Layout(cfg.run_dir).llm_provenance),
+                                "results": str(cfg.run_dir / "sandbox" / args.model)}))
+
+
+def link_inputs(results: Path, work: Path, run_name: str) -> None:
+    """The scratch results folder: links to the checkpoints and to the run's model, judge and policy folders."""
+    (work / run_name).mkdir(parents=True, exist_ok=True)
+    pairs = [(results / "models", work / "models")] + [(results / run_name / d, work / run_name / d)
+                                                       for d in ("models", "judges", "policy")]
+    for src, dst in pairs:
+        if src.exists() and not dst.exists():
+            dst.symlink_to(src.resolve(), target_is_directory=True)
+
+
+def by_role(records: Path) -> dict:
+    """Seconds, calls, requests and tokens per (op, model) from the model layer's provenance records."""
+    out: dict[str, dict] = {}
+    for line in records.read_text().splitlines():
+        r = json.loads(line)
+        row = out.setdefault(f"{r['op']} {r['model']['name']}",
+                             {"seconds": 0.0, "calls": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0})
+        row["seconds"] = round(row["seconds"] + r["seconds"], 1)
+        row["calls"] += 1
+        for k in ("requests", "prompt_tokens", "completion_tokens"):
+            row[k] += r[k]
+    return out
 
 
 if __name__ == "__main__":

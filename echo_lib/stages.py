@@ -127,8 +127,9 @@ def _controls_files(s: DagShape, _):
 
 def _judges_files(s: DagShape, _):
     j = s.layout.judges
+    # the own cases: the IEDR priority heads fit on their dev part and P0 is checked on the held-out part
     return ({"manifest": s.layout.models.manifest, "sensitivity_set": s.judge_set,
-             "bank": [s.judge_bank] if s.judge_bank else []},
+             "bank": [s.judge_bank] if s.judge_bank else [], "scenarios": list(s.scenarios)},
             {"record": j.record, "figure": j.figure})
 
 
