@@ -37,7 +37,7 @@ from echo_lib.paths import project_root
 from echo_lib.provenance import RunRecord
 from echo_lib.judges.params import JudgeSensitivityParams
 from echo_lib.nee.params import NEEParams
-from echo_lib.policy.params import PolicyParams
+from echo_lib.policy.params import PolicyParams, trained_models
 from echo_lib.report.params import PaperParams
 from echo_lib.controls.params import ControlParams
 from echo_lib.rewards.params import RewardModelParams
@@ -403,16 +403,21 @@ def _add_policy_models(cfg: dict) -> list[str]:
     if base is None or base["backend"] != "hf":
         return []   # no trainable policy: the cross-reference check names any use of a variant; stage 03 says why
     problems = []
-    for variant in cfg["policy"]["variants"]:
-        weights = policy_weights_dir(cfg, variant)
+    for name in trained_model_names(cfg):    # each RL seed of each variant: echo, echo-s1, ...
+        weights = policy_weights_dir(cfg, name)
         derived = ({**base, "source": "local", "id": weights, "revision": None, "adapter": None}
                    if cfg["policy"]["finetune"] == "full" else {**base, "adapter": weights})
-        if variant in cfg["models"] and cfg["models"][variant] != derived:
-            problems.append(f"key 'models.{variant}' names a model, but {variant!r} is reserved for the RL variant "
-                            f"of policy.variants (roles.policy + its trained adapter); rename that model")
+        if name in cfg["models"] and cfg["models"][name] != derived:
+            problems.append(f"key 'models.{name}' names a model, but {name!r} is reserved for a trained policy of "
+                            f"policy.variants and policy.seeds (roles.policy + its trained adapter); rename that model")
         else:
-            cfg["models"][variant] = derived
+            cfg["models"][name] = derived
     return problems
+
+
+def trained_model_names(cfg: Mapping[str, Any]) -> list[str]:
+    """The models stage 03 trains (policy.variants x policy.seeds), by name."""
+    return list(trained_models(cfg["policy"]["variants"], cfg["policy"]["seeds"]))
 
 
 def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
@@ -524,7 +529,7 @@ def _local_file_problems(cfg: dict) -> list[str]:
     found missing when stage 04 loads them. The models the stages derive (the RL variants, the trained judge)
     are the run's own outputs and are left out. A path counts relative to the working folder or the project."""
     from echo_lib.judges.params import TRAINED_JUDGE
-    derived = set(cfg["policy"]["variants"]) | ({TRAINED_JUDGE} if cfg["judges"]["train"]["enabled"] else set())
+    derived = set(trained_model_names(cfg)) | ({TRAINED_JUDGE} if cfg["judges"]["train"]["enabled"] else set())
     problems = []
     for name, spec in cfg["models"].items():
         if name in derived or spec["backend"] != "hf":

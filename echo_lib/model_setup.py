@@ -13,6 +13,7 @@ from pathlib import Path
 from echo_lib.config import ModelSpec, RunConfig
 from echo_lib.embedded import check_pin, prepare_embedded, recorded_sha256
 from echo_lib.llm.registry import weights_path
+from echo_lib.policy.params import trained_models
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,10 @@ def resolve_model(cfg: RunConfig, spec: ModelSpec, dry_run: bool = False, log=pr
 
 
 def prepare_models(cfg: RunConfig, dry_run: bool = False, log=print) -> dict[str, dict]:
-    """Resolve every model of the config; returns the manifest (name -> resolved record). The RL variants
-    (policy.variants: the policy base + an adapter stage 03 trains) are left to stage 03."""
+    """Resolve every model of the config; returns the manifest (name -> resolved record). The trained
+    policies (policy.variants x policy.seeds: the policy base + an adapter stage 03 trains) are left to stage 03."""
     return {name: asdict(resolve_model(cfg, spec, dry_run, log)) for name, spec in cfg.models.items()
-            if name not in cfg.policy.variants}
+            if name not in trained_models(cfg.policy.variants, cfg.policy.seeds)}
 
 
 def check_pins(cfg: RunConfig) -> None:

@@ -35,7 +35,7 @@ MODEL_SECTIONS = ("models", "llm", "roles")
 class DagShape:
     """The choices of a run config that decide which files the DAG has."""
     layout: Layout
-    variants: tuple[str, ...]          # policy.variants: each trained policy
+    variants: tuple[str, ...]          # policy.variants x policy.seeds: each trained policy, by model name
     sandbox_models: tuple[str, ...]    # sandbox.models: each model under test
     full_finetune: bool                # policy.finetune full: a variant is a whole model, not an adapter
     trained_judge: bool                # judges.train.enabled: rule judges fits the tiny judge first
@@ -60,7 +60,7 @@ class DagShape:
         data = cfg.data
         paper = paper_dir(cfg.paper, cfg.results_dir, cfg.run_name)
         return cls(
-            layout=Layout(cfg.run_dir), variants=tuple(cfg.policy.variants),
+            layout=Layout(cfg.run_dir), variants=tuple(cfg.policy.trained()),
             sandbox_models=tuple(cfg.sandbox.models), full_finetune=cfg.policy.finetune == "full",
             trained_judge=cfg.judges.train.enabled, judge_set=cfg.judges.set,
             judge_bank=cfg.judges.train.bank_file if cfg.judges.train.enabled else None,
@@ -222,11 +222,11 @@ NEE_ASKING = ("nee.prompt_variants", "nee.mode", "nee.retries", "nee.temperature
 
 # notebook 05, on this run's sandbox results (by hand: the folders of sandbox.models) or on EMPA's published
 # runs (whose note it prints by hand)
-EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "sandbox.models", "policy.variants", "roles.policy")
+EPM_READS = ("epm", "empa", "published", "sandbox.empa_dir", "sandbox.models", "policy.variants", "policy.seeds", "roles.policy")
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     # stage 00 prepares every model but the RL variants (stage 03 makes them)
-    _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm", "policy.variants"), _models_files),
+    _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm", "policy.variants", "policy.seeds"), _models_files),
     _stage("data", "01_data_synthesis", ("data", *MODEL_SECTIONS), _data_files, loads=("policy",)),
     _stage("controls", "02_controls", ("controls", "reward_models", *MODEL_SECTIONS), _controls_files,
            loads=("policy", "reward_model")),
@@ -244,7 +244,7 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     _stage("epm_published", "05_epm_analysis", EPM_READS, _epm_published_files, resources="epm",
            executed="05_epm_published"),
     _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
-    _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "roles", "models", "scale",
+    _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "policy.seeds", "roles", "models", "scale",
                                        "reward_models"),
            _paper_files),
 )}
@@ -265,10 +265,12 @@ def flat(files: Files) -> list[Path]:
 
 
 def derived_models(config: dict) -> set[str]:
-    """The models a stage makes (the RL variants, the trained judge): their specs follow from the base model's
-    and the layout, and the files that make them are inputs of their readers already."""
+    """The models a stage makes (the RL variants of every seed, the trained judge): their specs follow from the
+    base model's and the layout, and the files that make them are inputs of their readers already."""
     from echo_lib.judges.params import TRAINED_JUDGE
-    return set(config["policy"]["variants"]) | ({TRAINED_JUDGE} if config["judges"]["train"]["enabled"] else set())
+    from echo_lib.policy.params import trained_models
+    return (set(trained_models(config["policy"]["variants"], config["policy"]["seeds"]))
+            | ({TRAINED_JUDGE} if config["judges"]["train"]["enabled"] else set()))
 
 
 def loaded_models(config: dict, name: str) -> list[str] | None:

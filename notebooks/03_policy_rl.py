@@ -45,7 +45,7 @@
 # %% tags=["parameters"]
 config_path = "config/default.yaml"   # used when run by hand
 config = {}                            # Snakemake passes the validated run config here
-variant = "echo"                       # echo | scalar
+variant = "echo"                       # echo | scalar, or another RL seed of one: echo-s1 (policy.seeds)
 
 # %%
 import time
@@ -64,8 +64,10 @@ from echo_lib.policy import stage
 from echo_lib.policy.rewards import ROUTES
 
 paths = stage.policy_paths(cfg, variant)
-print(f"variant {variant}: policy {cfg.roles.policy} ({cfg.models[cfg.roles.policy].id}) + LoRA -> {paths.dir}")
-print("reward model per domain:", ROUTES[variant])
+arm, rl_seed = stage.trained_model(cfg, variant)   # the variant's rewards, and its RL seed (run seed + offset)
+print(f"{variant}: variant {arm}, RL seed {cfg.seed + rl_seed}: policy {cfg.roles.policy} "
+      f"({cfg.models[cfg.roles.policy].id}) + LoRA -> {paths.dir}")
+print("reward model per domain:", ROUTES[arm])
 
 # %% [markdown]
 # ## The RL data, the anchor, and the hard-prompt filter
@@ -88,7 +90,7 @@ print("reward model per domain:", ROUTES[variant])
 # own 1-10 reward, a continuous score that seldom drops a prompt.
 
 # %%
-prompts, heldout, data_report = stage.rl_data(cfg, variant)
+prompts, heldout, data_report = stage.rl_data(cfg, arm)   # the same prompts for every RL seed of the variant
 if "openings" in data_report:
     print("authored openings:", data_report["openings"])
 print("available:", data_report["available"], " drawn:", data_report["drawn"], " kept:", data_report["kept"])
@@ -170,7 +172,7 @@ from IPython.display import display
 
 from echo_lib.report.rl_figures import HACKING_CURVES, rl_curves, rl_progress_figure, sample_replies, targets_table
 
-metrics = {v: json.loads(stage.policy_paths(cfg, v).metrics.read_text()) for v in cfg.policy.variants
+metrics = {v: json.loads(stage.policy_paths(cfg, v).metrics.read_text()) for v in cfg.policy.trained()
            if stage.policy_paths(cfg, v).metrics.exists()}
 targets_table(metrics).round(3)
 
@@ -182,7 +184,7 @@ targets_table(metrics).round(3)
 # degenerate interval).
 
 # %%
-logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.variants
+logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.trained()
         if stage.policy_paths(cfg, v).train_log.exists()}
 fig = rl_progress_figure(logs, metrics)
 fig.savefig(paths.dir / "progress.png", dpi=120, bbox_inches="tight")

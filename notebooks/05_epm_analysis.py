@@ -97,11 +97,13 @@ scored.summary.set_index("Model").loc[order].round(2)
 # sensitivity (stage 04, printed first) says whether the judge could see a difference at all.
 
 # %%
-from echo_lib.epm.compare import central_pairs, write_comparisons
+from echo_lib.epm.compare import seed_pairs, write_comparisons
+from echo_lib.policy.params import trained_models
 from echo_lib.judges.stage import trust_note
 
 print(trust_note(cfg.run_dir))
-pairs = central_pairs(list(scored.summary["Model"]), cfg.policy.variants, reference=cfg.roles.policy)
+pairs = seed_pairs(list(scored.summary["Model"]), trained_models(cfg.policy.variants, cfg.policy.seeds),
+                   reference=cfg.roles.policy)   # per RL seed: each variant - base, echo - scalar
 intervals, paired = write_comparisons(scored.per_case, pairs, out)
 display(intervals.pivot(index="Model", columns="Metric", values="CI").loc[order])
 paired

@@ -52,6 +52,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from echo_lib.policy.params import trained_models
 from echo_lib.provenance import provenance, write_json
 from echo_lib.report import claims as claims_mod
 from echo_lib.report import epm_figures, glance, inputs, paper_tables, rl_figures
@@ -105,6 +106,11 @@ paired = pd.concat([inputs.read_csv(layout.epm.paired, inputs.PAIRED),
 differences = paper_tables.sandbox_differences(paired)
 write_table(differences, tables, "sandbox_differences", wrap_headers=True)
 display(differences)
+# the appendix: each RL seed's difference against the base (policy.seeds; one seed in the tiny run)
+trained = trained_models(cfg.policy.variants, cfg.policy.seeds)
+seeds = paper_tables.seed_spread(paired, trained, reference=cfg.roles.policy)
+write_table(seeds, tables, "seed_spread", wrap_headers=True)
+display(seeds)
 dims = [c for c in nee.columns if c not in inputs.NEE_SUMMARY]   # one column per Likert dimension
 nee_dims = nee[["model", *dims]].rename(columns={"model": "Model", **{d: d.replace("_", " ") for d in dims}})
 write_table(nee_dims, tables, "nee_dimensions", wrap_headers=True)
@@ -186,6 +192,7 @@ write_macros({
     "MaxCases": int(epm["Cases"].max()), "RLSteps": max(int(pd.to_numeric(log["step"]).max()) for log in logs.values()),
     "EMPAReplay": "yes" if not replay.empty else "no",
     "NEEDimensions": len(dims), "CompositeWeight": f"{cfg.nee.composite_weight:g}",
+    "SeedCount": len(cfg.policy.seeds),
     "RMRecipe": reward_model_recipe(cfg.reward_models),   # section 2 describes the run's own recipe
     **paper_tables.energy_reach(per_case),   # how near the dialogues came to success's energy condition
     **results,

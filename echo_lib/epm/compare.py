@@ -14,7 +14,7 @@ interval spans 0 reads "no difference at this scale", never a win.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import pandas as pd
 
@@ -36,6 +36,15 @@ def central_pairs(models: Sequence[str], variants: Sequence[str], reference: str
     ran = [v for v in variants if v in present]
     pairs += [(a, b) for i, a in enumerate(ran) for b in ran[i + 1:]]
     return pairs
+
+
+def seed_pairs(models: Sequence[str], trained: Mapping[str, tuple[str, int]], reference: str) -> list[tuple[str, str]]:
+    """central_pairs within each RL seed: every trained policy against the base, and the variants of one seed
+    against each other (echo-s1 - scalar-s1); `trained` is policy.trained() (model -> (variant, seed))."""
+    by_seed: dict[int, list[str]] = {}
+    for name, (_, seed) in trained.items():
+        by_seed.setdefault(seed, []).append(name)
+    return [pair for names in by_seed.values() for pair in central_pairs(models, names, reference)]
 
 
 def _per_case_values(per_case: pd.DataFrame) -> pd.DataFrame:

@@ -8,6 +8,7 @@ echo_lib.config, so the RL code runs without a run config (e.g. in tests).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from echo_lib.rewards.params import LoraParams   # the same adapter settings as the reward models
 
@@ -63,6 +64,8 @@ class WinRate:
 @dataclass(frozen=True)
 class PolicyParams:
     variants: list[str] = field(default_factory=lambda: list(VARIANTS))
+    seeds: list[int] = field(default_factory=lambda: [0])   # RL seeds (offsets to the run's seed): each variant
+                                    # trains once per seed; the first keeps the variant's name (trained_models)
     empathy_share: float = 0.6      # share of empathy-domain prompts (the rest chit-chat); paper default 0.6
     max_prompts: int = 24           # RL prompts after the mix, before the hard filter (0 = all)
     openings: int = 1               # empathy prompts per persona: the topic, then openings - 1 authored ones
@@ -78,3 +81,19 @@ class PolicyParams:
     finetune: str = "lora"          # lora: an adapter on the frozen base; full: every parameter (ZeRO-3 at paper scale)
     launcher: str = "inprocess"     # inprocess: train inside the notebook; accelerate: `accelerate launch` it
     accelerate_config: str | None = None   # launcher accelerate: the accelerate config file (DeepSpeed ZeRO-3)
+
+    def trained(self) -> dict[str, tuple[str, int]]:
+        """The models stage 03 trains, by name: (variant, RL seed offset) (trained_models)."""
+        return trained_models(self.variants, self.seeds)
+
+
+def seeded_name(variant: str, seed: int, first: int) -> str:
+    """The model a variant trained with RL seed `seed` becomes: the variant's own name for the first seed of
+    policy.seeds, `<variant>-s<seed>` for the others."""
+    return variant if seed == first else f"{variant}-s{seed}"
+
+
+def trained_models(variants: Sequence[str], seeds: Sequence[int]) -> dict[str, tuple[str, int]]:
+    """Every model stage 03 trains, by name: (variant, RL seed offset), variant by variant, seed by seed."""
+    return {seeded_name(v, s, seeds[0]): (v, s) for v in variants for s in seeds}
+

@@ -40,9 +40,20 @@ def check_variant(variant: str) -> str:
     return variant
 
 
-def policy_paths(cfg, variant: str) -> PolicyFiles:
-    """Stage 03's files of one variant (echo_lib.layout)."""
-    return Layout(cfg.run_dir).policy(check_variant(variant))
+def trained_model(cfg, name: str) -> tuple[str, int]:
+    """(variant, RL seed offset) of a model stage 03 trains: a variant's name (its first seed of policy.seeds)
+    or `<variant>-s<seed>` (policy.params.trained_models)."""
+    trained = cfg.policy.trained()
+    if name not in trained:
+        raise ValueError(f"{name!r} is not a policy stage 03 trains; policy.variants x policy.seeds give "
+                         f"{', '.join(trained)}")
+    return trained[name]
+
+
+def policy_paths(cfg, name: str) -> PolicyFiles:
+    """Stage 03's files of one trained policy (a variant and seed, by model name; echo_lib.layout)."""
+    trained_model(cfg, name)
+    return Layout(cfg.run_dir).policy(name)
 
 
 def filter_variant(cfg, variant: str) -> str | None:
@@ -227,36 +238,37 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
 # Training and the win rate
 
 
-def train(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
-    """GRPO of the variant, in this process or, with policy.launcher accelerate, under `accelerate launch`."""
+def train(cfg, name: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
+    """GRPO of the trained policy `name` (a variant and RL seed), in this process or, with policy.launcher
+    accelerate, under `accelerate launch`."""
     if cfg.policy.launcher == "inprocess":
-        return train_here(cfg, variant, prompts)
+        return train_here(cfg, name, prompts)
     import time
 
     from echo_lib.finetune import check_saved
     from echo_lib.policy.launch import run_accelerate
     from echo_lib.policy.train import read_log, saved_dir
-    paths = policy_paths(cfg, variant)
+    paths = policy_paths(cfg, name)
     t0 = time.perf_counter()
-    run_accelerate(cfg, f"{__name__}:launched", [variant], paths.dir)
+    run_accelerate(cfg, f"{__name__}:launched", [name], paths.dir)
     rows = read_log(paths.train_log)
     saved = saved_dir(cfg.policy, paths.dir)
     check_saved(saved)    # the launched run's weights, read back here too
     return PolicyTrainResult(str(saved), rows, time.perf_counter() - t0, len(rows))
 
 
-def launched(cfg, variant: str) -> int:
+def launched(cfg, name: str) -> int:
     """One rank's work under `accelerate launch` (echo_lib.policy.launch runs it by name): GRPO of the
-    variant on the run's RL data."""
-    check_variant(variant)
+    trained policy `name` on its variant's RL data."""
+    variant, _ = trained_model(cfg, name)
     prompts, _, _ = rl_data(cfg, variant)
-    result = train_here(cfg, variant, prompts)
+    result = train_here(cfg, name, prompts)
     print(f"{result.steps} steps in {result.seconds:.0f} s -> {result.adapter_dir} "
           f"(weights sharded by ZeRO-3 at load: {result.sharded_at_load})", flush=True)
     return 0
 
 
-def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
+def train_here(cfg, name: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
     from echo_lib.models import registry
     from echo_lib.policy.vllm import check_vllm
     spec = cfg.models[cfg.roles.policy]
@@ -264,12 +276,13 @@ def train_here(cfg, variant: str, prompts: list[RLPrompt]) -> PolicyTrainResult:
         raise ValueError(f"roles.policy is {spec.name!r}, an {spec.backend}-backend model; stage 03 trains the "
                          "policy with TRL, so roles.policy must name an hf-backend model")
     check_vllm(cfg.policy.grpo, spec, cfg.policy)   # vLLM rollouts: refused combinations, the gpu extra
+    variant, rl_seed = trained_model(cfg, name)
     rollouts = RolloutLog()
     funcs = variant_rewards(variant, ordered(cfg, reward_models(cfg, needed_kinds(variant))),
                             cfg.policy.grpo.format_penalty, rollouts)
     rows = grpo_rows(prompts, chats_for(cfg, prompts, token_counter(cfg)))
-    return train_policy(registry(cfg).train_base(spec.name), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, variant).dir,
-                        seed=cfg.seed)
+    return train_policy(registry(cfg).train_base(spec.name), rows, funcs, rollouts, cfg.policy, policy_paths(cfg, name).dir,
+                        seed=cfg.seed + rl_seed)   # the same RL data for every seed: only GRPO's draws differ
 
 
 def winrate(cfg, variant: str, heldout: list[RLPrompt]) -> tuple[list[dict], list[dict], dict]:
@@ -318,16 +331,17 @@ def independent_row(winrate_summary: list[dict]) -> dict | None:
     return next((r for r in winrate_summary if r["judge"] == "independent"), None)
 
 
-def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
+def write_outputs(cfg, name: str, trained: PolicyTrainResult, data_report: dict, winrate_summary: list[dict],
                   winrate_rows: list[dict], greedy: dict, stage_seconds: float) -> dict:
     """winrate.csv, winrate_rows.jsonl and metrics.json (with the targets of echo_lib.policy.targets)."""
     import pandas as pd
 
     from echo_lib.provenance import provenance, write_json, write_jsonl, write_text
-    paths = policy_paths(cfg, variant)
+    variant, rl_seed = trained_model(cfg, name)
+    paths = policy_paths(cfg, name)
     write_text(paths.winrate, pd.DataFrame(winrate_summary).to_csv(index=False))
     write_jsonl(paths.winrate_rows, winrate_rows)
-    record = {"variant": variant, "scale": cfg.scale, "policy_base": cfg.roles.policy, "steps": trained.steps,
+    record = {"variant": variant, "model": name, "rl_seed": cfg.seed + rl_seed, "scale": cfg.scale, "policy_base": cfg.roles.policy, "steps": trained.steps,
               "seconds": round(trained.seconds, 1),
               "seconds_per_step": round(trained.seconds / max(trained.steps, 1), 2),
               "peak_rss_mb": round(trained.peak_rss_mb), "data": {k: data_report.get(k) for k in
@@ -340,6 +354,6 @@ def write_outputs(cfg, variant: str, trained: PolicyTrainResult, data_report: di
               "learning_signal": learning_signal(trained.rows),
               "reward_hacking": hacking_check(trained.rows, independent_row(winrate_summary)),
               "params": dataclasses.asdict(cfg.policy), "provenance": provenance(cfg.record, stage="03_policy_rl",
-                                                                                 variant=variant)}
+                                                                                 variant=name)}
     write_json(paths.metrics, record)
     return record

@@ -74,6 +74,29 @@ def sandbox_differences(epm_paired: pd.DataFrame, nee_paired: pd.DataFrame | Non
                          "Method": paired["Method"], "Verdict": paired["Verdict"]}).reset_index(drop=True)
 
 
+SEED_METRICS = ("EPM-Q", "NEE", "Composite")   # the comparisons whose dependence on the RL seed the appendix shows
+SEED_COLUMNS = ["Variant", "Metric", "RL seed", "n", "Difference", "95% CI", "Verdict", "Every seed"]
+
+
+def seed_spread(paired: pd.DataFrame, trained: Mapping[str, tuple[str, int]], reference: str) -> pd.DataFrame:
+    """How much a verdict depends on the RL seed: for each variant and SEED_METRICS metric, every seed's paired
+    difference against `reference` (stages 05 / 06: n, interval, verdict), and whether all its seeds got the same
+    verdict ("same verdict", "verdicts differ", or "one seed"). `trained` is policy.trained()."""
+    rows = []
+    by_pair = {(r["A"], r["B"], r["Metric"]): r for r in paired.to_dict("records")}
+    for variant in dict.fromkeys(v for v, _ in trained.values()):
+        seeds = [(name, seed) for name, (v, seed) in trained.items() if v == variant]
+        for metric in SEED_METRICS:
+            found = [(name, seed, by_pair[(name, reference, metric)]) for name, seed in seeds
+                     if (name, reference, metric) in by_pair]
+            verdicts = {r["Verdict"] for _, _, r in found}
+            every = "one seed" if len(found) < 2 else ("same verdict" if len(verdicts) == 1 else "verdicts differ")
+            rows += [{"Variant": f"{variant} - {reference}", "Metric": metric, "RL seed": seed, "n": int(r["n"]),
+                      "Difference": r["Difference"], "95% CI": difference_cell(r), "Verdict": r["Verdict"],
+                      "Every seed": every} for _, seed, r in found]
+    return pd.DataFrame(rows, columns=SEED_COLUMNS)
+
+
 def energy_reach(per_case: pd.DataFrame) -> dict[str, str]:
     """How close the dialogues came to success's energy condition (E_total >= |P_0|, METHOD.md 6.5): over
     every model's cases, the median and largest E_total / |P_0| and how many reached 1."""
