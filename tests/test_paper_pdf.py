@@ -235,3 +235,14 @@ def test_an_unresolved_reference_and_a_missing_figure_fail_the_read_back(built_p
     problems = readback.check_paper(paper)
     assert any("'??'" in p for p in problems) and any("tab:nowhere" in p for p in problems)
     assert any("figures/rl_curves.pdf is not embedded" in p for p in problems)
+
+
+def test_a_sentence_across_a_page_break_reads_as_one():
+    """pdftotext ends each page with its number and a form feed: a macro's value that LaTeX broke across
+    pages ("0 of" / page 10 / "6 reached 1", the ci run's \\EnergyReached) must still be found; a number
+    inside a line before the break stays."""
+    from echo_lib.report.readback import _plain, running_text
+    text = "maximum 0.17 (0 of\n10\n\f6 reached 1). The end\nof page 12 is\n11\n\fnext"
+    flat = _plain(running_text(text))
+    assert "(0 of 6 reached 1)" in flat and "of page 12 is next" in flat
+    assert "10" not in flat and "11" not in flat

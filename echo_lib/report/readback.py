@@ -144,10 +144,17 @@ def check_paper(paper_dir: str | Path) -> list[str]:
     return problems
 
 
+def running_text(text: str) -> str:
+    """pdftotext's text without the page breaks: each page's last line (its number) and the form feed go,
+    so a sentence that continues on the next page ("0 of" / 10 / "6 reached 1") reads as one."""
+    return re.sub(r"(?:^|\n)[ \t]*\d+[ \t]*\n?\f", "\n", text)
+
+
 def _check_macros(paper_dir: Path, text: str) -> list[str]:
-    """Each generated macro main.tex uses shows its value in the PDF."""
+    """Each generated macro main.tex uses shows its value in the PDF (page breaks aside)."""
     macros = pd.read_csv(paper_dir / "tables" / "macros.csv", keep_default_na=False, dtype=str)
     used = used_macros((paper_dir / "main.tex").read_text(encoding="utf-8"))
+    text = running_text(text)
     plain, squeezed, problems = _plain(text), _squeezed(text), []
     for name, value in zip(macros["macro"], macros["value"]):
         if name in used and _plain(value) not in plain and _squeezed(value) not in squeezed:
