@@ -420,6 +420,13 @@ def trained_model_names(cfg: Mapping[str, Any]) -> list[str]:
     return list(trained_models(cfg["policy"]["variants"], cfg["policy"]["seeds"]))
 
 
+def derived_models(cfg: Mapping[str, Any]) -> set[str]:
+    """The models a stage makes (the RL variants of every seed, the trained judge): their specs follow from the
+    base model's and the layout, and the files that make them are the run's own outputs."""
+    from echo_lib.judges.params import TRAINED_JUDGE
+    return set(trained_model_names(cfg)) | ({TRAINED_JUDGE} if cfg["judges"]["train"]["enabled"] else set())
+
+
 def judge_adapter_dir(cfg: Mapping[str, Any]) -> str:
     """Where rule judges writes the tiny judge's LoRA adapter (judges/adapter/, judges.train.method sft)."""
     return str(Layout.of(cfg["results_dir"], cfg["run_name"]).judges.adapter)
@@ -528,8 +535,7 @@ def _local_file_problems(cfg: dict) -> list[str]:
     """The local weights, adapters and read-out heads a user's model names must be there at load time, not
     found missing when stage 04 loads them. The models the stages derive (the RL variants, the trained judge)
     are the run's own outputs and are left out. A path counts relative to the working folder or the project."""
-    from echo_lib.judges.params import TRAINED_JUDGE
-    derived = set(trained_model_names(cfg)) | ({TRAINED_JUDGE} if cfg["judges"]["train"]["enabled"] else set())
+    derived = derived_models(cfg)
     problems = []
     for name, spec in cfg["models"].items():
         if name in derived or spec["backend"] != "hf":

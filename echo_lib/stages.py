@@ -264,15 +264,6 @@ def flat(files: Files) -> list[Path]:
     return out
 
 
-def derived_models(config: dict) -> set[str]:
-    """The models a stage makes (the RL variants of every seed, the trained judge): their specs follow from the
-    base model's and the layout, and the files that make them are inputs of their readers already."""
-    from echo_lib.judges.params import TRAINED_JUDGE
-    from echo_lib.policy.params import trained_models
-    return (set(trained_models(config["policy"]["variants"], config["policy"]["seeds"]))
-            | ({TRAINED_JUDGE} if config["judges"]["train"]["enabled"] else set()))
-
-
 def loaded_models(config: dict, name: str) -> list[str] | None:
     """The models a stage loads, by the roles of its `loads` (and the sandbox's models under test); None for
     a stage that reads every model spec (stage 00 resolves them all, the paper names them)."""
@@ -291,6 +282,7 @@ def stage_params(config: dict, name: str) -> dict:
     sections, or single keys of one: "nee.mode"), so that editing a key re-runs exactly its readers. Of
     `models`, a stage that loads models gets the specs of those it loads; the others all but the derived ones
     (the RL variants, the trained judge): adding an RL variant re-runs no stage that does not use it."""
+    from echo_lib.config import derived_models   # the derived models' files are inputs of their readers already
     loaded, derived = loaded_models(config, name), derived_models(config)
     params: dict = {"seed": config["seed"]}
     for key in stage(name).reads:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from echo_lib import stages
-from echo_lib.config import load_config
+from echo_lib.config import derived_models, load_config
 from echo_lib.layout import Layout, lora_files
 from echo_lib.upstream import stage_inputs
 
@@ -118,7 +118,7 @@ def test_a_rules_params_are_the_seed_and_the_sections_its_stage_reads():
     # the judges' sensitivity check asks the NEE judges as stage 06 does, but reads nothing else of nee
     assert "composite_weight" not in stages.stage_params(config, "judges")["nee"]
     # a derived model (an RL variant, the trained judge) is no reason to re-run the stages that do not use it
-    assert not set(stages.stage_params(config, "models")["models"]) & stages.derived_models(config)
+    assert not set(stages.stage_params(config, "models")["models"]) & derived_models(config)
     # a stage that loads models is parameterised by the specs of those it loads
     roles = config["roles"]
     assert set(stages.stage_params(config, "reward_models")["models"]) == {roles["reward_model"]}

@@ -32,7 +32,7 @@ from typing import Sequence
 
 from echo_lib.epm.iedr import AXES, INDICATORS, dominant_axis, initial_deficit
 from echo_lib.judges.sensitivity import summarise
-from echo_lib.sandbox.priorities import PRIORITY_INDICATORS, declared_levels, judge_levels
+from echo_lib.sandbox.priorities import PRIORITY_INDICATORS, declared_levels, judge_answer
 from echo_lib.scenarios.schema import Scenario
 
 HELDOUT_CASES = 12        # 4 per dominant axis of the 30 own cases (config key wanted: judges.iedr_heldout_cases)
@@ -138,8 +138,8 @@ def check(judge, dev: Sequence[Scenario], heldout: Sequence[Scenario], *, C: flo
         row = {"case": sc.id, "declared_axis": sc.labels.dominant_axis, "declared_levels": declared_levels(sc)}
         if v.ok:
             row |= p0_row(v.iedr_levels())
-            if v.details.get("iedr_source", "").startswith("declared"):   # the judge's own answer, beside
-                row["judge"] = p0_row(judge_levels(v.details))
+            if (own := judge_answer(v.details)) is not None:   # declared priorities: the judge's answer, beside
+                row["judge"] = p0_row(own)
             others.append(dict(row.get("judge", row)["levels"]))
         else:
             row |= {"error": v.error}

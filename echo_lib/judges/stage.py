@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from echo_lib.layout import Layout
+from echo_lib.sandbox.priorities import DECLARED
 
 THRESHOLDS = {"sandbox_judge_accuracy": 0.80, "nee_accuracy": 0.80, "nee_alpha": 0.40, "nee_position_bias": 0.20}
 
@@ -179,7 +180,7 @@ def run_sensitivity(cfg, llms: dict | None = None, training: dict | None = None,
         record["sandbox_judge"] = run_sandbox_judge(cfg, items, llms[cfg.roles.judge])
         if training is not None:
             record["sandbox_judge"] |= dev_fit(cfg, llms[cfg.roles.judge])
-        if (training or {}).get("iedr_cases") or cfg.sandbox_run.judge.iedr_priorities == "declared":
+        if (training or {}).get("iedr_cases") or cfg.sandbox_run.judge.iedr_priorities == DECLARED:
             # the judge got IEDR priority heads, or P0 takes the declared priorities: measure P0 on held-out cases
             start = time.perf_counter()
             record["iedr"] = run_iedr(cfg, llms[cfg.roles.judge])

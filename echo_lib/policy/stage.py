@@ -341,7 +341,8 @@ def write_outputs(cfg, name: str, trained: PolicyTrainResult, data_report: dict,
     paths = policy_paths(cfg, name)
     write_text(paths.winrate, pd.DataFrame(winrate_summary).to_csv(index=False))
     write_jsonl(paths.winrate_rows, winrate_rows)
-    record = {"variant": variant, "model": name, "rl_seed": cfg.seed + rl_seed, "scale": cfg.scale, "policy_base": cfg.roles.policy, "steps": trained.steps,
+    record = {"variant": variant, "model": name, "rl_seed": cfg.seed + rl_seed, "scale": cfg.scale,
+              "policy_base": cfg.roles.policy, "steps": trained.steps,
               "seconds": round(trained.seconds, 1),
               "seconds_per_step": round(trained.seconds / max(trained.steps, 1), 2),
               "peak_rss_mb": round(trained.peak_rss_mb), "data": {k: data_report.get(k) for k in

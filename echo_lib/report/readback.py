@@ -33,8 +33,14 @@ class ReadBackError(RuntimeError):
     """The PDF cannot be read back (no pdftotext)."""
 
 
+def running_text(text: str) -> str:
+    """pdftotext's text without the page breaks: each page's last line (its number) and the form feed go,
+    so a sentence that continues on the next page ("0 of" / 10 / "6 reached 1") reads as one."""
+    return re.sub(r"(?:^|\n)[ \t]*\d+[ \t]*\n?\f", "\n", text)
+
+
 def pdf_text(pdf: str | Path) -> str:
-    """The PDF's text in content order (pdftotext -raw)."""
+    """The PDF's text in content order (pdftotext -raw), without the page breaks (running_text)."""
     exe = shutil.which("pdftotext")
     if exe is None:
         from echo_lib.report.toolchain import install_hint
@@ -43,7 +49,7 @@ def pdf_text(pdf: str | Path) -> str:
     text = proc.stdout
     for dash, plain in DASHES.items():
         text = text.replace(dash, plain)
-    return text
+    return running_text(text)
 
 
 def number_tokens(text: str) -> list[str]:
@@ -144,17 +150,10 @@ def check_paper(paper_dir: str | Path) -> list[str]:
     return problems
 
 
-def running_text(text: str) -> str:
-    """pdftotext's text without the page breaks: each page's last line (its number) and the form feed go,
-    so a sentence that continues on the next page ("0 of" / 10 / "6 reached 1") reads as one."""
-    return re.sub(r"(?:^|\n)[ \t]*\d+[ \t]*\n?\f", "\n", text)
-
-
 def _check_macros(paper_dir: Path, text: str) -> list[str]:
-    """Each generated macro main.tex uses shows its value in the PDF (page breaks aside)."""
+    """Each generated macro main.tex uses shows its value in the PDF."""
     macros = pd.read_csv(paper_dir / "tables" / "macros.csv", keep_default_na=False, dtype=str)
     used = used_macros((paper_dir / "main.tex").read_text(encoding="utf-8"))
-    text = running_text(text)
     plain, squeezed, problems = _plain(text), _squeezed(text), []
     for name, value in zip(macros["macro"], macros["value"]):
         if name in used and _plain(value) not in plain and _squeezed(value) not in squeezed:

@@ -53,7 +53,10 @@ def with_priorities(verdicts: list, scenarios: Sequence[Scenario], priorities: s
     return verdicts
 
 
-def judge_levels(details: dict) -> dict[str, int]:
-    """The nine levels as the judge answered them (before declared priorities replaced C.3 / A.3 / P.3)."""
+def judge_answer(details: dict) -> dict[str, int] | None:
+    """The nine levels as the judge answered them, where declared priorities replaced its C.3 / A.3 / P.3
+    (with_priorities kept them as `{indicator}_judge_level`); None where P0 is the judge's own answer."""
     from echo_lib.epm.iedr import INDICATORS
+    if not any(f"{k}_judge_level" in details for k in PRIORITY_INDICATORS):
+        return None
     return {k: details.get(f"{k}_judge_level", details[f"{k}_level"]) for k in INDICATORS}
