@@ -9,8 +9,9 @@ every call runs. It reads stage 00's checkpoint, rule judges' heads (results/tin
 RL variant, stage 03's adapter, through links from a scratch results folder, so the tiny run's own files
 (its llm_provenance.jsonl included) stay as they are. The models load before the clock starts. Prints one
 JSON line: wall time, peak RSS, per model the prompt tokens asked for, computed and reused from the prefix
-cache (`llm.prefix_cache_mb`), the cache's hits and misses and its final size, and per role (op and model)
-the seconds, calls, requests and tokens of the model layer's records. Timings are wall-clock on whatever else
+cache (`llm.prefix_cache_mb`), the cache's hits and misses and its final size, and per model-layer op (generate:
+the tested model and the Actor; choose: the Judge; call_tools: the Director) the seconds, requests and tokens
+of the run's llm_provenance.jsonl (sandbox_lockstep.provenance_totals). Timings are wall-clock on whatever else
 the machine is doing.
 """
 from __future__ import annotations
@@ -31,9 +32,9 @@ def main() -> None:
     import yaml
 
     from echo_lib.config import load_config
-    from echo_lib.layout import Layout
     from echo_lib.models import load_llm
     from echo_lib.sandbox.stage import run_sandbox
+    from sandbox_lockstep import provenance_totals   # beside this script
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=int, default=30)
     ap.add_argument("--model", default="base")
@@ -61,7 +62,7 @@ def main() -> None:
     print("RESULT", json.dumps({"cases": args.cases, "model": args.model, "prefix_cache_mb": cfg.llm.prefix_cache_mb,
                                 "wall_s": round(wall, 1),
                                 "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
-                                "models": stats, "roles": by_role(Layout(cfg.run_dir).llm_provenance),
+                                "models": stats, "ops": provenance_totals(cfg.run_dir),
                                 "results": str(cfg.run_dir / "sandbox" / args.model)}))
 
 
@@ -73,20 +74,6 @@ def link_inputs(results: Path, work: Path, run_name: str) -> None:
     for src, dst in pairs:
         if src.exists() and not dst.exists():
             dst.symlink_to(src.resolve(), target_is_directory=True)
-
-
-def by_role(records: Path) -> dict:
-    """Seconds, calls, requests and tokens per (op, model) from the model layer's provenance records."""
-    out: dict[str, dict] = {}
-    for line in records.read_text().splitlines():
-        r = json.loads(line)
-        row = out.setdefault(f"{r['op']} {r['model']['name']}",
-                             {"seconds": 0.0, "calls": 0, "requests": 0, "prompt_tokens": 0, "completion_tokens": 0})
-        row["seconds"] = round(row["seconds"] + r["seconds"], 1)
-        row["calls"] += 1
-        for k in ("requests", "prompt_tokens", "completion_tokens"):
-            row[k] += r[k]
-    return out
 
 
 if __name__ == "__main__":
