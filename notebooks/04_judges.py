@@ -96,14 +96,18 @@ print(stage.verdict_lines(record))
 # The LM head of the 135M judge rates every IEDR indicator of every case level 1, so every case started
 # from the same P0. The persona's stated priorities (C.3 / A.3 / P.3) are declared in each scenario file,
 # so the trained judge has a read-out head for each, fit on the declared levels of the *dev* cases
-# (`echo_lib.judges.iedr_heads`; the held-out cases include the ones the tiny sandbox plays). On the
-# held-out cases: the share whose P0 has the declared dominant axis (target 0.80), how many distinct P0
-# they get, beside a majority baseline, a bag-of-words probe and the heads' label-shuffle twin.
+# (`echo_lib.judges.iedr_heads`; the held-out cases include the ones the tiny sandbox plays). With
+# `sandbox_run.judge.iedr_priorities: declared` (the tiny config) the sandbox takes those three levels from
+# the scenario file instead, and the judge's own answer is shown beside (`judge P_0`): a declared input, not
+# a measurement of the judge. On the held-out cases: the share whose P0 has the declared dominant axis
+# (target 0.80), how many distinct P0 they get, beside a majority baseline, a bag-of-words probe and the
+# heads' label-shuffle twin.
 
 # %%
 if "iedr" in record:
     display(pd.DataFrame([{"case": c["case"], "declared": c["declared_axis"], "P_0": c.get("P_0"),
-                           "axis": c.get("axis")} for c in record["iedr"]["cases"]]))
+                           "axis": c.get("axis"), "judge P_0": c.get("judge", {}).get("P_0")}
+                          for c in record["iedr"]["cases"]]))
 
 # %% [markdown]
 # ## Where each instrument stands

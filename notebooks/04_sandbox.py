@@ -25,7 +25,9 @@
 #   through one of seven logged function calls: release a story stage or a memory, give acting advice,
 #   shift which kind of empathy the user asks for, wait, or end (only when the EPM conditions are met).
 # * **Judge** rates, never decides: once before the dialogue it fills the nine-indicator IEDR, which places
-#   the user at a deficit point $P_0=(C,A,P)$ (cognitive, affective, motivational); every $K$ turns it fills
+#   the user at a deficit point $P_0=(C,A,P)$ (cognitive, affective, motivational; at the tiny scale the three
+#   priority indicators come from the scenario file, `sandbox_run.judge.iedr_priorities: declared`, and the
+#   result file's `iedr_details.source` says so); every $K$ turns it fills
 #   the six-indicator MDEP rubric (progress and regress on each axis), giving the move $v_t$.
 # * **EPM engine** moves the user, $P_t = P_{t-1} + v_t$, books the work $\Delta E_t = v_t\cdot v^*_0$ along
 #   the ideal direction $v^*_0=-P_0/\lVert P_0\rVert$, and from `min_turns` on ends the run as SUCCESS (the

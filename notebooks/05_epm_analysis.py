@@ -91,9 +91,10 @@ scored.summary.set_index("Model").loc[order].round(2)
 # EPM-Q, its three group scores and the success rate of every model over its cases, each with a 95 %
 # interval (`echo_lib.stats`: a t-interval for the scores, Wilson with continuity correction for the
 # success rate; their coverage at n = 3, 10 and 30 is tested), and the paired differences the paper argues
-# about (each RL variant minus the base, echo minus scalar) over the cases both models ran, with a paired
-# t-interval and a verdict at that n. A difference whose interval spans 0 is **no difference at this
-# scale**; below 10 cases no interval is printed and no verdict given (**n too small**). The judge's own
+# about (each RL variant minus the base, echo minus scalar, within each RL seed of `policy.seeds`) over the
+# cases both models ran, with a paired t-interval and a verdict at that n. A difference whose interval
+# spans 0 is **no difference at this scale**; below 10 cases no interval is printed and no verdict given
+# (**n too small**). The judge's own
 # sensitivity (stage 04, printed first) says whether the judge could see a difference at all.
 
 # %%
