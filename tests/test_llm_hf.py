@@ -148,6 +148,40 @@ def test_call_tools_picks_a_tool_and_fills_enumerated_arguments(llm):
             assert c.arguments == {}
 
 
+def test_call_tools_in_runs_the_prefix_cache_holds_so_each_chat_runs_once(tmp_path, tiny_lm_dir):
+    """More chats than the prefix cache holds: call_tools asks them in runs the cache holds, so each argument
+    question extends its chat's kept menu prompt (all at once, the menus of the first chats were gone when
+    their arguments were asked, and each chat ran again); the calls equal a backend's without any cache."""
+    from echo_lib.llm.kv import common_prefix, kv_bytes_per_token
+    from echo_lib.llm.tools import arg_queries, tool_menu_chat
+    enum = lambda *v: {"type": "string", "enum": list(v)}  # noqa: E731
+    tools = [{"type": "function", "function": {"name": name, "description": what, "parameters": {
+        "type": "object", "required": ["axis"], "properties": {"axis": enum("cognitive", "affective", "proactive")}}}}
+        for name, what in (("shift_focus", "Move the talk to another need."), ("hold", "Keep the current need."))]
+    long = [chat(u * 10) for u in USER]
+    probe = load_llm(make_cfg(tmp_path / "probe", tiny_lm_dir, cache=False, prefix_cache_mb=0), "base")
+    menus = probe.backend._encode([tool_menu_chat(c, tools) for c in long])
+    per_chat = kv_bytes_per_token(probe.backend.load()[0]) * max(map(len, menus))
+    llm = load_llm(make_cfg(tmp_path, tiny_lm_dir, cache=False, prefix_cache_mb=3 * per_chat / 2**20), "base",
+                   dialogues=True)   # room for three chats: runs of one or two (they fill half the cache)
+    parts = llm.backend._held_together([tool_menu_chat(c, tools) for c in long])
+    assert sorted(i for part in parts for i in part) == list(range(len(long))) and len(parts) >= 3
+    assert all(sum(len(menus[i]) for i in part) * kv_bytes_per_token(llm.backend.load()[0]) <= 1.5 * per_chat
+               for part in parts)
+    calls = llm.call_tools(long, tools)
+    expected = probe.call_tools(long, tools)
+    assert [c.name for c in calls] == [c.name for c in expected]
+    assert [c.arguments for c in calls] == [c.arguments for c in expected] and all(c.arguments for c in calls)
+    assert all(math.isclose(a.probs[k], b.probs[k], abs_tol=1e-4) for a, b in zip(calls, expected) for k in a.probs)
+    tails = 0   # what an argument question adds to its chat's menu prompt
+    for i, (c, call, m) in enumerate(zip(long, calls, menus)):
+        tool = next(t for t in tools if t["function"]["name"] == call.name)
+        for q in arg_queries(i, c, tool):
+            x = llm.backend._encode([q.chat])[0]
+            tails += len(x) - common_prefix([x, m]) + 1
+    assert llm.backend.tally.computed <= sum(map(len, menus)) + tails, (llm.backend.tally.computed, sum(map(len, menus)))
+
+
 def test_missing_checkpoint_and_unknown_model(tmp_path):
     with pytest.raises(ConfigError, match="'models.base.id' has value .*nowhere.*does not exist"):
         make_cfg(tmp_path, tmp_path / "nowhere")   # found at load time

@@ -212,6 +212,15 @@ class PrefixCache:
             self.bytes -= entry[2]
 
 
+def kv_bytes_per_token(model) -> int:
+    """Bytes of keys and values one prompt token holds in the cache (all layers), as PrefixCache counts them."""
+    import torch
+    c = model.config
+    heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    return 2 * c.num_hidden_layers * heads * head_dim * (torch.finfo(model.dtype).bits // 8)
+
+
 def keep_lengths(ids: Sequence[Sequence[int]]) -> list[int]:
     """How much of each prompt to keep in the PrefixCache: where prompts share most of themselves (one
     case's history asked several questions), only the shared head, which later turns extend (the
