@@ -1,7 +1,7 @@
 """The tiny sandbox stage at N cases for one model: what 30 cases per model cost (issue 36).
 
     OMP_WAIT_POLICY=ACTIVE .venv/bin/python benchmarks/sandbox_cases.py --cases 30 [--prefix-cache-mb 512] \
-        [--model base] [--work /tmp/sandbox30]
+        [--model base] [--work /tmp/sandbox30] [--ideal-reuse]
 
 The stage's own path (echo_lib.sandbox.stage.run_sandbox) with config/default.yaml, its trained judge
 (roles.judge, the read-out heads of rule judges) and `sandbox.max_cases` = --cases, the LLM call cache off so
@@ -13,6 +13,12 @@ cache (`llm.prefix_cache_mb`), the cache's hits and misses and its final size, a
 the tested model and the Actor; choose: the Judge; call_tools: the Director) the seconds, requests and tokens
 of the run's llm_provenance.jsonl (sandbox_lockstep.provenance_totals). Timings are wall-clock on whatever else
 the machine is doing.
+
+With --ideal-reuse it also records every prompt each model runs and reports, per model and path (full
+forward passes; the read-out heads' passes, which stop at their layer), the tokens asked and the tokens an
+unbounded prefix cache would still compute: each prompt's tokens after its longest common prefix with any
+earlier prompt of that model (`ideal_new_tokens`). That is the floor of prompt computation for these
+prompts, whatever the cache's size or policy.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ def main() -> None:
     ap.add_argument("--model", default="base")
     ap.add_argument("--prefix-cache-mb", type=float, default=None, help="llm.prefix_cache_mb (default: the config's)")
     ap.add_argument("--work", default=None, help="scratch results folder (default: a new temporary folder)")
+    ap.add_argument("--ideal-reuse", action="store_true", help="count what an unbounded prefix cache would compute")
     args = ap.parse_args()
     raw = yaml.safe_load((ROOT / "config/default.yaml").read_text())
     work = Path(args.work or tempfile.mkdtemp(prefix="sandbox_cases-"))
@@ -52,6 +59,7 @@ def main() -> None:
     cfg = load_config(raw)
     names = dict.fromkeys((args.model, cfg.roles.actor, cfg.roles.director, cfg.roles.judge))
     llms = {name: load_llm(cfg, name, dialogues=True) for name in names}
+    prompts = record_prompts(llms) if args.ideal_reuse else None
     t0 = time.perf_counter()
     run_sandbox(cfg, args.model, llms=llms, progress=True)
     wall = time.perf_counter() - t0
@@ -63,7 +71,53 @@ def main() -> None:
                                 "wall_s": round(wall, 1),
                                 "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
                                 "models": stats, "ops": provenance_totals(cfg.run_dir),
+                                **({"ideal_reuse": ideal_reuse(prompts)} if prompts else {}),
                                 "results": str(cfg.run_dir / "sandbox" / args.model)}))
+
+
+def record_prompts(llms: dict) -> dict[tuple[str, str], list[list[int]]]:
+    """Every prompt each model's forward passes run, in order, by (model, path): 'full' (generate, choose,
+    call_tools: kv.prefill) or 'readout' (the read-out heads' passes, which stop at their layer)."""
+    import echo_lib.llm.hf as hf
+    seen: dict[tuple[str, str], list[list[int]]] = {}
+    prefill, last_states = hf.prefill, hf.HFBackend.last_states
+    owner = {id(llm.backend.load()[0]): name for name, llm in llms.items()}
+
+    def recording_prefill(model, pad, ids, *a, **k):
+        seen.setdefault((owner.get(id(model), "?"), "full"), []).extend(list(x) for x in ids)
+        return prefill(model, pad, ids, *a, **k)
+
+    def recording_last_states(self, chats, layer, usage=None):
+        seen.setdefault((self.name, "readout"), []).extend(self._encode(chats))
+        return last_states(self, chats, layer, usage)
+
+    hf.prefill, hf.HFBackend.last_states = recording_prefill, recording_last_states
+    return seen
+
+
+def ideal_reuse(seen: dict[tuple[str, str], list[list[int]]]) -> dict:
+    """Per (model, path): prompts, tokens asked, and the tokens left after each prompt's longest common prefix
+    with any earlier prompt of the same model (its last token always runs: its logits or state are read)."""
+    import numpy as np
+    out = {}
+    by_model: dict[str, list[tuple[str, list[int]]]] = {}
+    for (model, path), ids in seen.items():
+        by_model.setdefault(model, []).extend((path, x) for x in ids)
+    for model, rows in by_model.items():
+        width = max(len(x) for _, x in rows)
+        grid = np.full((len(rows), width), -1, dtype=np.int64)
+        for r, (_, x) in enumerate(rows):
+            grid[r, :len(x)] = x
+        for r, (path, x) in enumerate(rows):
+            longest = 0
+            if r:
+                same = grid[:r, :len(x)] == grid[r, :len(x)]
+                longest = int(np.cumprod(same, axis=1).sum(axis=1).max())
+            rec = out.setdefault(f"{model} {path}", {"prompts": 0, "asked": 0, "ideal_new_tokens": 0})
+            rec["prompts"] += 1
+            rec["asked"] += len(x)
+            rec["ideal_new_tokens"] += len(x) - min(longest, len(x) - 1)
+    return out
 
 
 def link_inputs(results: Path, work: Path, run_name: str) -> None:
