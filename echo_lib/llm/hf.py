@@ -459,9 +459,9 @@ class HFBackend:
         model, _ = self.load()
         room = self.prefixes.max_bytes / 2 / kv_bytes_per_token(model)
         parts: list[list[int]] = []
-        used = room
+        used = 0
         for i, n in enumerate(map(len, self._encode(chats))):
-            if used + n > room:
+            if not parts or used + n > room:
                 parts.append([])
                 used = 0
             parts[-1].append(i)
