@@ -51,6 +51,33 @@ class GRPOControlParams:
 
 
 @dataclass(frozen=True)
+class MultiTurnControlParams:
+    """The epm variant's trainer (echo_lib.policy.multiturn) on a per-turn rule, names_feeling
+    (echo_lib.controls.multiturn); the sandbox's Actor plays the user. Measured: see that module."""
+    enabled: bool = False            # runs in the controls stage when the epm variant is trained (or set true)
+    steps: int = 10
+    cases: int = 6                   # own cases the control plays (the first N)
+    cases_per_step: int = 2
+    dialogues_per_case: int = 4      # the group
+    max_turns: int = 2
+    gamma: float = 0.9
+    turn_weight: float = 0.5
+    learning_rate: float = 3e-3
+    micro_batch: int = 8
+    temperature: float = 0.8
+    top_p: float = 1.0
+    max_new_tokens: int = 24         # the policy's turn
+    actor_max_new_tokens: int = 32   # the Actor's message
+    lora_r: int = 8
+    lora_alpha: int = 16
+    lora_top_layers: int = 10
+    system_prompt: str = "You are a caring friend. Reply in one short sentence."
+    history_format: str = "chat"     # how the companion sees the history (sandbox_run.test_history)
+    torch_threads: int = 1
+
+
+@dataclass(frozen=True)
 class ControlParams:
     genrm: GenRMControlParams = field(default_factory=GenRMControlParams)
     grpo: GRPOControlParams = field(default_factory=GRPOControlParams)
+    multiturn: MultiTurnControlParams = field(default_factory=MultiTurnControlParams)

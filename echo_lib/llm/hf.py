@@ -19,6 +19,7 @@ MKL-packed weights for the decode steps' small products (echo_lib.llm.packed, `l
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import os
@@ -144,11 +145,32 @@ class HFBackend:
         model.eval()
         if self.settings.packed_weights and self.device == "cpu":
             self.packed_layers = pack_linears(model)  # float32 decode steps ~10 % faster (see llm.packed)
+        return self._adopt(model, tok)
+
+    def _adopt(self, model, tok):
         eos = model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos]
         self.eos = {i for i in [*eos, tok.eos_token_id] if i is not None}
         self._model, self._tok = model, tok
         return model, tok
+
+    @classmethod
+    def serving(cls, name: str, model, tok, settings: LLMSettings = LLMSettings()) -> "HFBackend":
+        """A backend over a model in memory that training keeps changing (the multi-turn policy's LoRA model):
+        no packed weights (they would freeze a copy), and no kept prompts or heads across updates: call
+        `forget` after each optimizer step, since keys and values computed with the old weights are stale."""
+        backend = cls(name, f"<in memory: {name}>", local=False,
+                      settings=dataclasses.replace(settings, packed_weights=False))
+        tok.padding_side = "left"
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        backend._adopt(model, tok)
+        return backend
+
+    def forget(self) -> None:
+        """Drop every kept prompt and shared head (the weights changed)."""
+        self.heads = HeadCache(self.settings.head_cache_tokens)
+        self.prefixes = PrefixCache(self.settings.prefix_cache_mb)
 
     def _render(self, chats: Sequence[Chat]) -> list[str]:
         """Each chat as the prompt text the model reads (its chat template, ready for the assistant's turn)."""

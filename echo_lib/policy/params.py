@@ -62,6 +62,27 @@ class WinRate:
 
 
 @dataclass(frozen=True)
+class MultiTurnRL:
+    """RL inside the sandbox (METHOD.md 4.5, after MICA / MAPO): the policy plays the companion against the
+    sandbox's Actor, Judge and Director; each of its turns is rewarded by the EPM progress the judge saw after
+    it, with a discounted return and turn- and batch-normalised advantages (echo_lib.policy.turn_rewards).
+    MICA's own settings are unpublished beyond the abstract: every value here is [DEFAULT]."""
+    steps: int = 8                  # optimizer steps; one batch of fresh dialogues each (on-policy)
+    cases_per_step: int = 2         # cases played per step
+    dialogues_per_case: int = 4     # the group: dialogues of one case, each with its own sampling seeds
+    max_turns: int = 3              # turns per training dialogue (the evaluation's is sandbox_run.max_turns)
+    gamma: float = 0.9              # the return's discount
+    turn_weight: float = 0.5        # the advantage's share of turn-level normalisation (the rest batch-level)
+    learning_rate: float = 2e-3     # LoRA on the 135M model, as policy.grpo at tiny scale
+    beta: float = 0.0               # KL to the base (adapter off); > 0 costs one more forward pass per batch
+    micro_batch: int = 4            # policy turns per forward/backward pass (memory; the step sums them)
+    max_cases: int = 0              # training cases from the own set (0 = all); the evaluation's are EMPA's
+    temperature: float = 0.7        # the policy's sampling in the rollouts (the sandbox's is test_model's)
+    top_p: float = 0.8
+    max_new_tokens: int = 48
+
+
+@dataclass(frozen=True)
 class PolicyParams:
     variants: list[str] = field(default_factory=lambda: list(VARIANTS))
     seeds: list[int] = field(default_factory=lambda: [0])   # RL seeds (offsets to the run's seed): each variant
@@ -78,6 +99,7 @@ class PolicyParams:
     grpo: PolicyGRPO = field(default_factory=PolicyGRPO)
     hard_filter: HardFilter = field(default_factory=HardFilter)
     winrate: WinRate = field(default_factory=WinRate)
+    multiturn: MultiTurnRL = field(default_factory=MultiTurnRL)
     finetune: str = "lora"          # lora: an adapter on the frozen base; full: every parameter (ZeRO-3 at paper scale)
     launcher: str = "inprocess"     # inprocess: train inside the notebook; accelerate: `accelerate launch` it
     accelerate_config: str | None = None   # launcher accelerate: the accelerate config file (DeepSpeed ZeRO-3)

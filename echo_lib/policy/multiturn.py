@@ -1,0 +1,312 @@
+"""Multi-turn RL of the policy inside the sandbox (METHOD.md 4.5, after MICA / MAPO, arXiv 2603.06194).
+
+Echo-N1 trains single replies; this variant trains where EMPA evaluates. Each step:
+  1. rollouts: the policy (a LoRA adapter being trained) plays the companion in `sandbox.loop.play` against
+     the sandbox's own Actor, Judge and Director, `dialogues_per_case` times per case, each time with other
+     sampling seeds (a reply depends only on its chat and seed, so equal seeds would replay one dialogue);
+  2. rewards: one per policy turn, from the finished case (`epm_progress`: the EPM distance the judge's
+     evaluation after that turn gained; a positive control passes a rule instead);
+  3. returns and mixed advantages (echo_lib.policy.turn_rewards);
+  4. one policy-gradient update on every policy turn of the batch: loss = -sum(A * log p(token)) over the
+     policy's own reply tokens, divided by their number (token mean over the batch, as DAPO), plus beta
+     times the k3 estimate of the KL to the base when beta > 0. The rollouts come from the weights being
+     updated and each batch is used once, so PPO's ratio is 1 and its clip never acts: it is left out.
+
+Only the policy's own tokens are trained. A turn is its prompt (the companion's chat as the sandbox built
+it, earlier companion turns included, as context) followed by the reply and the end-of-turn token; the mask
+is 1 on those last alone (`turn_tokens`; tests/test_policy_multiturn.py checks it token by token, in both
+history formats: huggingface/trl #4976 and #5144 are reward collapses from masks that trained the history).
+The reply is trained as the sandbox kept it (`clean_reply`), re-tokenised: a reply the cleaner changed
+(a speaker label cut) is trained in its cleaned form, which is the form the Judge and the next turn saw.
+
+A step's row goes to train_log.csv as it ends, with the adapter and the optimizer's state, so a killed run
+resumes at its next step (state.json records the step and the settings; other settings start over).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import resource
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from echo_lib.epm.params import EPMParams
+from echo_lib.finetune import TrainBase, as_base, load_for_training
+from echo_lib.policy.params import MultiTurnRL, PolicyParams
+from echo_lib.policy.train import read_log
+from echo_lib.policy.turn_rewards import discounted_returns, distance_rewards, mixed_advantages
+from echo_lib.provenance import write_text
+from echo_lib.sandbox.actor import Actor
+from echo_lib.sandbox.judge import Judge
+from echo_lib.sandbox.loop import CaseState, Players, play
+from echo_lib.sandbox.params import SandboxRunParams
+from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT, TestModel, companion_chat
+from echo_lib.scenarios.schema import Scenario
+
+log = logging.getLogger(__name__)
+
+TurnReward = Callable[[CaseState], list[float]]   # one reward per policy turn of a finished case
+LOG_COLUMNS = ["step", "reward", "reward_std", "return", "advantage_abs", "turns", "dialogues", "failed",
+               "epm_ended", "kl", "loss", "reply_words", "rollout_time", "step_time"]
+
+
+@dataclass
+class SandboxRoles:
+    """The sandbox's other roles, which stay fixed while the policy learns (model-layer LLMs and the Judge)."""
+    actor: object
+    judge: Judge
+    director: object
+    companion_prompt: str = DEFAULT_COMPANION_PROMPT
+
+
+@dataclass
+class MultiTurnResult:
+    adapter_dir: str
+    rows: list[dict] = field(default_factory=list)
+    steps: int = 0
+    resumed_at: int = 0
+    seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+
+
+def epm_progress(case: CaseState) -> list[float]:
+    """The EPM reward of each policy turn of a finished case (turn_rewards.distance_rewards)."""
+    return distance_rewards(case.epm.points, len(case.history))
+
+
+def policy_turns(case: CaseState, companion_prompt: str, run: SandboxRunParams) -> list[tuple[list[dict], str]]:
+    """(chat, reply) of every turn the policy spoke, the chat rebuilt from the history as the loop built it."""
+    return [(companion_chat(case.history[:i], ex.user, companion_prompt, run.test_history, run.history_turns),
+             ex.reply) for i, ex in enumerate(case.history) if ex.reply]
+
+
+def turn_tokens(tok, chat: list[dict], reply: str, end_id: int) -> tuple[list[int], list[int]]:
+    """(input ids, loss mask) of one policy turn: the prompt exactly as the hf backend renders it for
+    generation, then the reply and the end-of-turn token, which alone carry mask 1."""
+    prompt = tok(tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False),
+                 add_special_tokens=False)["input_ids"]
+    answer = tok(reply, add_special_tokens=False)["input_ids"] + [end_id]
+    return prompt + answer, [0] * len(prompt) + [1] * len(answer)
+
+
+def end_of_turn(model, tok) -> int:
+    """The token that ends an assistant turn: the model's first end-of-sequence id (<|im_end|> for ChatML)."""
+    eos = model.generation_config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    return eos if eos is not None else tok.eos_token_id
+
+
+def training_run(run: SandboxRunParams, mt: MultiTurnRL) -> SandboxRunParams:
+    """The sandbox settings of a training dialogue: mt.max_turns turns, the policy sampling as mt says."""
+    sampling = dataclasses.replace(run.test_model, temperature=mt.temperature, top_p=mt.top_p,
+                                   max_new_tokens=mt.max_new_tokens)
+    min_turns = min(run.min_turns or mt.max_turns, mt.max_turns)
+    return dataclasses.replace(run, max_turns=mt.max_turns, min_turns=min_turns, test_model=sampling)
+
+
+def rollout(scenarios: Sequence[Scenario], policy, roles: SandboxRoles, run: SandboxRunParams,
+            epm_params: EPMParams, seeds: Sequence[int]) -> list[tuple[int, CaseState]]:
+    """Every scenario played once per seed by `policy` (an LLM); (seed index, final state) per dialogue."""
+    out = []
+    for g, seed in enumerate(seeds):
+        players = Players(actor=Actor(roles.actor, run.actor, seed=seed), test=TestModel(policy, run.test_model, seed=seed),
+                          judge=roles.judge, director=roles.director, companion_prompt=roles.companion_prompt)
+        cases = play(list(scenarios), players, run, epm_params, progress=False)
+        out += [(g, c) for c in cases]
+    return out
+
+
+def step_seeds(seed: int, step: int, n: int) -> list[int]:
+    return [seed * 1_000_003 + step * 1_009 + g for g in range(n)]
+
+
+def policy_update(model, batch: list[tuple[list[int], list[int]]], advantages: list[float], params: MultiTurnRL,
+                  pad_id: int) -> dict:
+    """One gradient step's gradients (the caller steps the optimizer): -A log p over the masked tokens, token
+    mean over the whole batch, in micro-batches; plus beta * k3 KL to the base when beta > 0."""
+    import torch
+    n_tokens = sum(sum(m) for _, m in batch)
+    loss_sum, kl_sum = 0.0, 0.0
+    for start in range(0, len(batch), params.micro_batch):
+        part = batch[start:start + params.micro_batch]
+        adv = torch.tensor(advantages[start:start + params.micro_batch])
+        width = max(len(ids) for ids, _ in part)
+        ids = torch.tensor([i + [pad_id] * (width - len(i)) for i, _ in part])
+        mask = torch.tensor([m + [0] * (width - len(m)) for _, m in part], dtype=torch.float32)
+        attn = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in part])
+        logp = token_logprobs(model, ids, attn)                     # [B, width - 1]: log p(token t+1)
+        target = mask[:, 1:]
+        loss = -(adv[:, None] * logp * target).sum() / n_tokens
+        if params.beta > 0:
+            with torch.no_grad(), model.disable_adapter():
+                ref = token_logprobs(model, ids, attn)
+            d = ref - logp
+            kl = ((torch.exp(d) - d - 1) * target).sum() / n_tokens
+            loss = loss + params.beta * kl
+            kl_sum += float(kl.detach())
+        loss.backward()
+        loss_sum += float(loss.detach())
+    return {"loss": loss_sum, "kl": kl_sum if params.beta > 0 else None}
+
+
+def token_logprobs(model, ids, attn):
+    """log p of each next token (position t scores token t + 1)."""
+    import torch
+    logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1].float()
+    return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+
+
+def write_log(rows: list[dict], path: Path) -> None:
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    write_text(path, buf.getvalue())
+
+
+def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], roles: SandboxRoles, reward: TurnReward,
+                     params: PolicyParams, run: SandboxRunParams, epm_params: EPMParams, out_dir: str | Path,
+                     seed: int = 0, progress: bool = True) -> MultiTurnResult:
+    """Multi-turn RL of the LoRA adapter params.lora on `base` (params.multiturn); writes out_dir/adapter/,
+    out_dir/train_log.csv, out_dir/state.json (and optimizer.pt, to resume)."""
+    import torch
+    from peft import PeftModel, get_peft_model
+
+    from echo_lib.llm.hf import HFBackend
+    from echo_lib.llm.registry import make_llm
+    from echo_lib.llm.settings import LLMSettings
+    from echo_lib.rewards.train import lora_config   # reads params.lora only
+
+    mt, out = params.multiturn, Path(out_dir)
+    if len(cases) < mt.cases_per_step:
+        raise ValueError(f"policy.multiturn.cases_per_step={mt.cases_per_step} but only {len(cases)} training cases")
+    run = training_run(run, mt)
+    epm_params = run.epm(epm_params)
+    adapter, state_path, log_path = out / "adapter", out / "state.json", out / "train_log.csv"
+    # what a resumed run must share with the one it goes on from (not steps: a longer run extends a shorter)
+    settings = {"multiturn": {k: v for k, v in dataclasses.asdict(mt).items() if k != "steps"},
+                "lora": dataclasses.asdict(params.lora), "seed": seed, "cases": [c.id for c in cases]}
+    done = resume_point(state_path, log_path, adapter, settings)
+
+    t0 = time.perf_counter()
+    torch.manual_seed(seed)
+    model, tok = load_for_training(as_base(base))
+    if done:
+        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
+    else:
+        model = get_peft_model(model, lora_config(params, model.config.num_hidden_layers))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=mt.learning_rate)
+    if done and (out / "optimizer.pt").exists():
+        optimizer.load_state_dict(torch.load(out / "optimizer.pt"))
+    end_id = end_of_turn(model, tok)
+    backend = HFBackend.serving("policy", model, tok, LLMSettings(cache=False, provenance=False, progress=False))
+    policy = make_llm(backend, backend.settings, out / ".no-cache", None)
+    result = MultiTurnResult(adapter_dir=str(adapter), resumed_at=done,
+                             rows=read_log(log_path)[:done] if done else [])
+    if done:
+        log.info("resuming multi-turn RL at step %d of %d (%s)", done + 1, mt.steps, out)
+    order = torch.Generator().manual_seed(seed)
+    schedule = [i for _ in range(-(-mt.steps * mt.cases_per_step // len(cases)))
+                for i in torch.randperm(len(cases), generator=order).tolist()]
+    from tqdm.auto import tqdm
+    for step in tqdm(range(done + 1, mt.steps + 1), desc="multi-turn RL", disable=not progress,
+                     initial=done, total=mt.steps):
+        t_step = time.perf_counter()
+        picked = [cases[i] for i in schedule[(step - 1) * mt.cases_per_step: step * mt.cases_per_step]]
+        model.eval()
+        played = rollout(picked, policy, roles, run, epm_params, step_seeds(seed, step, mt.dialogues_per_case))
+        t_roll = time.perf_counter() - t_step
+        usable = [(g, c) for g, c in played if c.error is None and any(ex.reply for ex in c.history)]
+        if not usable:
+            raise RuntimeError(f"multi-turn RL step {step}: every dialogue failed; the first: "
+                               f"{played[0][1].error if played else 'none played'}")
+        turns = [policy_turns(c, roles.companion_prompt, run) for _, c in usable]
+        rewards = [reward(c)[:len(t)] for (_, c), t in zip(usable, turns)]
+        returns = [discounted_returns(r, mt.gamma) for r in rewards]
+        adv = mixed_advantages(returns, [c.scenario.id for _, c in usable], mt.turn_weight)
+        batch = [turn_tokens(tok, chat, reply, end_id) for ts in turns for chat, reply in ts]
+        flat_adv = [a for row in adv for a in row]
+        model.train()
+        optimizer.zero_grad(set_to_none=True)
+        stats = policy_update(model, batch, flat_adv, mt, tok.pad_token_id)
+        optimizer.step()
+        backend.forget()   # keys and values kept from the old weights are stale
+        write_rollouts(out / "rollouts" / f"step_{step:03d}.jsonl", usable, rewards, adv)
+        flat_r = [x for r in rewards for x in r]
+        row = {"step": step, "reward": statistics.fmean(flat_r), "reward_std": statistics.pstdev(flat_r),
+               "return": statistics.fmean(x for r in returns for x in r),
+               "advantage_abs": statistics.fmean(abs(a) for a in flat_adv), "turns": len(flat_r),
+               "dialogues": len(usable), "failed": len(played) - len(usable),
+               "epm_ended": sum(c.ending is not None and c.ending.kind in ("SUCCESS", "EPM_FAILURE") for _, c in usable),
+               "reply_words": statistics.fmean(len(reply.split()) for ts in turns for _, reply in ts),
+               "rollout_time": round(t_roll, 2), "step_time": round(time.perf_counter() - t_step, 2), **stats}
+        result.rows.append(row)
+        save_step(model, optimizer, out, result.rows, settings, step)
+        log.info("multi-turn step %d: reward %.3f (sd %.3f) over %d turns, loss %.4f, %.0f s (rollouts %.0f s)",
+                 step, row["reward"], row["reward_std"], row["turns"], row["loss"], row["step_time"], t_roll)
+    result.steps = mt.steps
+    result.seconds = time.perf_counter() - t0
+    result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    check_adapter(adapter)
+    return result
+
+
+def write_rollouts(path: Path, played: list[tuple[int, CaseState]], rewards: list[list[float]],
+                   advantages: list[list[float]]) -> None:
+    """One step's policy turns, a JSON line each: case, dialogue (its seed's index), turn, the user's message, the reply, reward,
+    advantage (what the update saw, for reading a run back)."""
+    lines = []
+    for (g, c), rs, adv in zip(played, rewards, advantages):
+        spoken = [ex for ex in c.history if ex.reply]
+        for ex, r, a in zip(spoken, rs, adv):
+            lines.append(json.dumps({"case": c.scenario.id, "dialogue": g, "turn": ex.turn, "user": ex.user,
+                                     "reply": ex.reply, "reward": round(r, 4), "advantage": round(a, 4)},
+                                    ensure_ascii=False))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def save_step(model, optimizer, out: Path, rows: list[dict], settings: dict, step: int) -> None:
+    """The adapter, the optimizer's state and the log after `step`, then state.json (written last: a run
+    killed while saving resumes from the step before)."""
+    import torch
+    from echo_lib.provenance import write_json
+    model.save_pretrained(str(out / "adapter"))
+    torch.save(optimizer.state_dict(), out / "optimizer.pt")
+    write_log(rows, out / "train_log.csv")
+    write_json(out / "state.json", {"step": step, "settings": settings})
+
+
+def resume_point(state_path: Path, log_path: Path, adapter: Path, settings: dict) -> int:
+    """The last finished step of an earlier run with the same settings (0: start over)."""
+    if not state_path.exists():
+        return 0
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, ValueError) as err:
+        log.warning("%s unreadable (%s): multi-turn RL starts over", state_path, err)
+        return 0
+    if state.get("settings") != json.loads(json.dumps(settings)):
+        log.info("%s: other settings than this run's; multi-turn RL starts over", state_path)
+        return 0
+    step = int(state.get("step", 0))
+    if not (adapter / "adapter_config.json").exists() or not log_path.exists() or len(read_log(log_path)) < step:
+        return 0
+    return step
+
+
+def check_adapter(adapter: Path) -> None:
+    """Fail loudly when training left no usable adapter (no file, or every LoRA B matrix still zero)."""
+    from safetensors.torch import load_file
+    weights = adapter / "adapter_model.safetensors"
+    if not weights.exists():
+        raise RuntimeError(f"multi-turn RL left no adapter weights at {weights}")
+    tensors = load_file(str(weights))
+    if not any(float(t.abs().max()) > 0 for k, t in tensors.items() if "lora_B" in k):
+        raise RuntimeError(f"multi-turn RL: every LoRA B matrix in {weights} is zero; the policy never moved")

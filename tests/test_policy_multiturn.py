@@ -1,0 +1,175 @@
+"""Multi-turn RL in the sandbox (echo_lib.policy.multiturn, turn_rewards; METHOD.md 4.5): the per-turn reward,
+returns and mixed advantages by hand; the loss mask token by token in both history formats; the trainer end
+to end on the tiny random model, with resume; the positive control's rule."""
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from echo_lib.policy.params import MultiTurnRL, PolicyParams
+from echo_lib.policy.turn_rewards import MIN_STD, discounted_returns, distance_rewards, mixed_advantages
+from echo_lib.sandbox.dialogue import Exchange
+from echo_lib.sandbox.loop import CaseState
+from echo_lib.sandbox.params import SandboxRunParams
+from echo_lib.sandbox.test_model import DEFAULT_COMPANION_PROMPT
+from echo_lib.scenarios.own import load_own_file, own_files
+
+
+def point(turn, distance, r=10.0):
+    return SimpleNamespace(turn=turn, distance=distance, r=r)
+
+
+def test_the_turn_reward_is_the_drop_of_the_distance_over_P0():
+    pts = [point(0, 8.0, r=8.0), point(1, 6.0), point(2, 7.0), point(4, 4.0)]   # no evaluation after turn 3
+    assert distance_rewards(pts, 4) == [2 / 8, -1 / 8, 0.0, 3 / 8]
+    # a case that starts inside the zone (|P0| < 1) is not divided by a small number
+    assert distance_rewards([point(0, 0.0, r=0.5), point(1, 1.0)], 1) == [-1.0]
+
+
+def test_returns_reach_back_through_the_later_turns():
+    assert discounted_returns([1.0, 0.0, 2.0], 0.5) == [1.5, 1.0, 2.0]
+    assert discounted_returns([], 0.9) == []
+
+
+def test_mixed_advantages_by_hand():
+    # two dialogues of case a, one of case b; case b's second dialogue stopped after one turn
+    returns = [[1.0, 2.0], [3.0, 2.0], [5.0]]
+    adv = mixed_advantages(returns, ["a", "a", "b"], turn_weight=0.5)
+    flat = [1.0, 2.0, 3.0, 2.0, 5.0]
+    mean = sum(flat) / 5
+    std = (sum((x - mean) ** 2 for x in flat) / 4) ** 0.5
+    batch = [[(x - mean) / std for x in row] for row in returns]
+    # turn 1 of case a: 1 and 3 (sd sqrt 2); turn 2 of case a: equal (no spread); case b alone: no group
+    turn = [[-1 / 2 ** 0.5, 0.0], [1 / 2 ** 0.5, 0.0], [0.0]]
+    for got, t, b in zip(adv, turn, batch):
+        assert got == pytest.approx([0.5 * x + 0.5 * y for x, y in zip(t, b)])
+    assert mixed_advantages(returns, ["a", "a", "b"], 1.0)[2] == [0.0]
+    with pytest.raises(ValueError, match="turn_weight"):
+        mixed_advantages(returns, ["a", "a", "b"], 1.5)
+
+
+def test_a_spread_of_rounding_is_not_an_advantage():
+    adv = mixed_advantages([[0.1], [0.1 + 1e-7], [0.1 - 1e-7]], ["a", "a", "a"], 0.5)
+    assert max(abs(a) for row in adv for a in row) < 1e-4
+    spread = mixed_advantages([[0.0], [2 * MIN_STD]], ["a", "a"], 1.0)
+    assert spread[1][0] == pytest.approx(1 / 2 ** 0.5)
+
+
+def played_case(replies=("I hear you, that sounds lonely.", "Yeah. What happened then?", "I'm here.")):
+    sc = load_own_file(own_files()[0])
+    history = [Exchange(t, f"user message {t}", reply) for t, reply in enumerate(replies, 1)]
+    return CaseState(sc, history=history)
+
+
+@pytest.mark.parametrize("fmt", ["transcript", "chat"])
+def test_only_the_policys_own_tokens_are_trained(tiny_lm_dir, fmt):
+    """Token by token: mask 1 exactly on the turn's reply and its end-of-turn token; the prompt (the system
+    prompt, the user's messages and the policy's own earlier turns, in either history format) is context."""
+    from transformers import AutoTokenizer
+
+    from echo_lib.policy.multiturn import policy_turns, turn_tokens
+    tok = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    end = tok.convert_tokens_to_ids("<|im_end|>")
+    case = played_case()
+    run = SandboxRunParams(test_history=fmt)
+    turns = policy_turns(case, DEFAULT_COMPANION_PROMPT, run)
+    assert [reply for _, reply in turns] == [ex.reply for ex in case.history]
+    for t, (chat, reply) in enumerate(turns):
+        ids, mask = turn_tokens(tok, chat, reply, end)
+        assert len(ids) == len(mask)
+        prompt = tok(tok.apply_chat_template(chat, add_generation_prompt=True, tokenize=False),
+                     add_special_tokens=False)["input_ids"]
+        n = len(prompt)
+        assert ids[:n] == prompt and mask[:n] == [0] * n                  # exactly what generation was prompted with
+        assert mask[n:] == [1] * (len(ids) - n)                           # then only the turn itself
+        assert tok.decode(ids[n:]) == reply + "<|im_end|>"
+        context = tok.decode(ids[:n])
+        for earlier in case.history[:t]:                                  # earlier companion turns: context only
+            assert earlier.reply in context
+        for later in case.history[t:]:
+            assert later.reply not in context
+        # the whole sequence is what the chat template writes for the finished turn
+        full = tok.apply_chat_template(chat + [{"role": "assistant", "content": reply}], tokenize=False)
+        assert full.startswith(tok.decode(ids))
+
+
+def test_the_loss_scores_the_reply_tokens_as_the_model_generates_them(tiny_lm_dir):
+    """With advantage 1 on one turn, the loss is -mean log p of the reply tokens, each scored after its prefix
+    in a separate forward pass: the loss reads the positions the mask names, shifted as generation is."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from echo_lib.policy.multiturn import policy_update, turn_tokens
+    tok = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_lm_dir)
+    chat = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "I lost my job."}]
+    ids, mask = turn_tokens(tok, chat, "That must hurt.", tok.convert_tokens_to_ids("<|im_end|>"))
+    short = ids[:-2], mask[:-2]   # a second, shorter turn in the batch: padding must not count
+    stats = policy_update(model, [(ids, mask), short], [1.0, 0.0], MultiTurnRL(micro_batch=2), tok.pad_token_id)
+    with torch.no_grad():
+        logps = []
+        for j in [j for j, m in enumerate(mask) if m]:
+            logits = model(input_ids=torch.tensor([ids[:j]])).logits[0, -1]
+            logps.append(torch.log_softmax(logits, -1)[ids[j]].item())
+    assert stats["loss"] == pytest.approx(-sum(logps) / (sum(mask) + sum(short[1])), rel=1e-4)
+    assert stats["kl"] is None
+
+
+def tiny_roles(tmp_path, tiny_lm_dir):
+    from echo_lib.config import load_config
+    from echo_lib.models import load_llm
+    from echo_lib.policy.multiturn import SandboxRoles
+    from echo_lib.sandbox.judge import Judge
+    short = {"max_new_tokens": 6}
+    cfg = load_config({"models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
+                       "results_dir": str(tmp_path / "results"), "run_name": "tiny", "llm": {"progress": False},
+                       "sandbox_run": {"max_turns": 2, "min_turns": 1, "test_model": short, "actor": short}})
+    llm = load_llm(cfg, "base", dialogues=True)
+    return cfg, SandboxRoles(actor=llm, judge=Judge(llm, cfg.sandbox_run.judge), director=llm)
+
+
+def test_trains_in_the_sandbox_and_resumes(tmp_path, tiny_lm_dir):
+    from echo_lib.policy.multiturn import epm_progress, train_in_sandbox
+    from echo_lib.policy.train import read_log
+    cfg, roles = tiny_roles(tmp_path, tiny_lm_dir)
+    cases = [load_own_file(f) for f in own_files()[:3]]
+    mt = MultiTurnRL(steps=2, cases_per_step=2, dialogues_per_case=2, max_turns=2, max_new_tokens=6, beta=0.01)
+    params = dataclasses.replace(PolicyParams(), multiturn=mt)
+    out = tmp_path / "epm"
+    r = train_in_sandbox(tiny_lm_dir, cases, roles, epm_progress, params, cfg.sandbox_run, cfg.epm, out, progress=False)
+    rows = read_log(out / "train_log.csv")
+    assert [row["step"] for row in rows] == [1, 2] and r.resumed_at == 0
+    assert all(row["dialogues"] == 4 and row["turns"] == 8 and row["kl"] is not None for row in rows)
+    lines = [json.loads(x) for x in (out / "rollouts" / "step_001.jsonl").read_text().splitlines()]
+    assert len(lines) == 8 and {x["dialogue"] for x in lines} == {0, 1} and len({x["case"] for x in lines}) == 2
+    assert (out / "adapter" / "adapter_model.safetensors").exists()
+    # the same settings again: nothing left to do; two more steps go on from step 2
+    again = train_in_sandbox(tiny_lm_dir, cases, roles, epm_progress, params, cfg.sandbox_run, cfg.epm, out,
+                             progress=False)
+    assert again.resumed_at == 2 and len(again.rows) == 2
+    more = dataclasses.replace(params, multiturn=dataclasses.replace(mt, steps=3))
+    longer = train_in_sandbox(tiny_lm_dir, cases, roles, epm_progress, more, cfg.sandbox_run, cfg.epm, out,
+                              progress=False)
+    assert longer.resumed_at == 2 and [row["step"] for row in read_log(out / "train_log.csv")] == [1, 2, 3]
+
+
+def test_an_untrained_adapter_fails_loudly(tmp_path, tiny_lm_dir):
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from echo_lib.policy.multiturn import check_adapter
+    from echo_lib.rewards.train import lora_config
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_lm_dir), lora_config(PolicyParams()))
+    model.save_pretrained(tmp_path / "adapter")
+    with pytest.raises(RuntimeError, match="never moved"):
+        check_adapter(tmp_path / "adapter")
+    with pytest.raises(RuntimeError, match="no adapter weights"):
+        check_adapter(tmp_path / "none")
+
+
+def test_the_controls_rule_names_a_feeling():
+    from echo_lib.controls.multiturn import feeling_rewards, names_feeling
+    assert names_feeling("That sounds so lonely.") == 1.0 and names_feeling("You must be EXHAUSTED!") == 1.0
+    assert names_feeling("Nice weather today.") == 0.0 and names_feeling("Sadly, no.") == 0.0
+    assert feeling_rewards(played_case()) == [1.0, 0.0, 0.0]
