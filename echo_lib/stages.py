@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from echo_lib.layout import SPLITS, Layout, lora_files
+from echo_lib.policy.params import MULTITURN
 
 # The reward models (rewards.params.KINDS) in the order the paper's tables list them; scalar: the 1-10,
 # no-anchor variant of the RL ablation
@@ -36,6 +37,7 @@ class DagShape:
     """The choices of a run config that decide which files the DAG has."""
     layout: Layout
     variants: tuple[str, ...]          # policy.variants x policy.seeds: each trained policy, by model name
+    multiturn: tuple[str, ...]         # those of them that rule policy_multiturn trains (the epm variant)
     sandbox_models: tuple[str, ...]    # sandbox.models: each model under test
     full_finetune: bool                # policy.finetune full: a variant is a whole model, not an adapter
     trained_judge: bool                # judges.train.enabled: rule judges fits the tiny judge first
@@ -61,6 +63,7 @@ class DagShape:
         paper = paper_dir(cfg.paper, cfg.results_dir, cfg.run_name)
         return cls(
             layout=Layout(cfg.run_dir), variants=tuple(cfg.policy.trained()),
+            multiturn=tuple(n for n, (v, _) in cfg.policy.trained().items() if v in MULTITURN),
             sandbox_models=tuple(cfg.sandbox.models), full_finetune=cfg.policy.finetune == "full",
             trained_judge=cfg.judges.train.enabled, judge_set=cfg.judges.set,
             judge_bank=cfg.judges.train.bank_file if cfg.judges.train.enabled else None,
@@ -69,6 +72,11 @@ class DagShape:
             empa_cases=(empa_layout,) if cfg.sandbox.case_set == "empa" and not cfg.sandbox.empa_dir else (),
             published_runs=((cfg.published.empa_results or empa_layout,) if with_published else ()),
             paper_dir=paper, paper_files=Layout(cfg.run_dir).paper(paper).outputs(pdf=cfg.paper.build_pdf))
+
+    @property
+    def single_turn(self) -> tuple[str, ...]:
+        """The trained policies rule policy trains (echo, scalar and their seeds)."""
+        return tuple(v for v in self.variants if v not in self.multiturn)
 
     def variant_weights(self, variant: str) -> list[Path]:
         return self.layout.policy(variant).weight_files(self.full_finetune)
@@ -162,6 +170,16 @@ def _policy_files(s: DagShape, variant: str):
              "hacking": p.hacking, "progress": p.progress, "weights": s.variant_weights(variant)})
 
 
+def _policy_multiturn_files(s: DagShape, variant: str):
+    p, data = s.layout.policy(variant), s.layout.data
+    # the sandbox's roles (the trained judge), the own cases it plays, and what the held-out win rate reads
+    return ({"manifest": s.layout.models.manifest, "scenarios": list(s.scenarios), "judge": _trained_judge(s),
+             "data": [data("empathy", "train"), data("empathy", "test")],
+             "rms": lora_files(s.layout.rm("empathy").adapter)},
+            {"metrics": p.metrics, "train_log": p.train_log, "winrate": p.winrate, "figure": p.figure,
+             "weights": s.variant_weights(variant)})
+
+
 def _sandbox_files(s: DagShape, model: str):
     # a trained variant is tested once stage 03 has written it; with the pattern, rule sandbox asks per model
     tested = s.variant_weights(model) if model in s.variants else []
@@ -228,8 +246,9 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     # stage 00 prepares every model but the RL variants (stage 03 makes them)
     _stage("models", "00_models", ("embedded", "smoke_chat", "models", "llm", "policy.variants", "policy.seeds"), _models_files),
     _stage("data", "01_data_synthesis", ("data", *MODEL_SECTIONS), _data_files, loads=("policy",)),
-    _stage("controls", "02_controls", ("controls", "reward_models", *MODEL_SECTIONS), _controls_files,
-           loads=("policy", "reward_model")),
+    # the multi-turn control plays the sandbox's Actor (sandbox_run, epm) when the epm variant is trained
+    _stage("controls", "02_controls", ("controls", "reward_models", "policy.variants", "sandbox_run.actor",
+                                       "sandbox_run.judge", "sandbox_run.history_turns", "epm", *MODEL_SECTIONS), _controls_files, loads=("policy", "reward_model", "actor")),
     _stage("judges", "04_judges", ("judges", "reward_models", "sandbox_run.judge", "sandbox_run.history_turns",
                                    *NEE_ASKING, *MODEL_SECTIONS), _judges_files, loads=("judge", "nee_judges")),
     _stage("reward_models", "02_reward_models", ("reward_models", *MODEL_SECTIONS), _rm_files,
@@ -238,6 +257,10 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     _stage("policy", "03_policy_rl", ("policy", "reward_models", "sandbox_run.companion_prompt",
                                       "sandbox_run.test_history", "sandbox_run.test_model", *MODEL_SECTIONS),
            _policy_files, loads=("policy", "judge"), wildcard="variant"),
+    # the epm variant: RL inside the sandbox, with the sandbox's roles, settings and EPM (echo_lib.policy.epm_stage)
+    _stage("policy_multiturn", "03_policy_multiturn", ("policy", "reward_models", "sandbox_run", "epm", *MODEL_SECTIONS),
+           _policy_multiturn_files, loads=("policy", "judge", "actor", "director", "reward_model"), wildcard="variant",
+           resources="policy"),
     _stage("sandbox", "04_sandbox", ("sandbox", "sandbox_run", "epm", "empa", *MODEL_SECTIONS), _sandbox_files,
            loads=("policy", "judge", "actor", "director"), wildcard="model"),
     _stage("epm", "05_epm_analysis", EPM_READS, _epm_files),

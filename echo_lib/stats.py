@@ -168,6 +168,25 @@ def paired_difference(a: Sequence[float], b: Sequence[float], level: float = LEV
     return _t(_clean(xa - xb), level, "paired t")
 
 
+def welch_difference(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> Interval:
+    """Welch t-interval of mean(a) - mean(b) for two independent samples (NaN values are left out)."""
+    _check_level(level)
+    xa, xb = _clean(a), _clean(b)
+    n = int(min(xa.size, xb.size))
+    if n == 0:
+        return Interval(None, None, None, n, "welch t", level)
+    diff = float(xa.mean() - xb.mean())
+    if n == 1:
+        return Interval(diff, None, None, n, "welch t", level)
+    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return Interval(diff, diff, diff, n, "welch t", level)
+    df = (va + vb) ** 2 / (va ** 2 / (xa.size - 1) + vb ** 2 / (xb.size - 1))
+    half = float(_scipy_stats.t.ppf(0.5 + level / 2, df) * se)
+    return Interval(diff, diff - half, diff + half, n, "welch t", level)
+
+
 def proportion_interval(outcomes: Sequence[float | bool], level: float = LEVEL) -> Interval:
     """Wilson score interval with continuity correction (Newcombe 1998) of the share of 1s among 0/1
     outcomes; a fractional outcome (a tie as 0.5) counts as that share of a success."""

@@ -63,8 +63,22 @@ pd.DataFrame({k: genrm[k] for k in ("genrm", "genrm_shuffled")}).T
 grpo = stage.run_grpo(cfg)
 {k: grpo[k] for k in ("reward_first_quarter", "reward_last_quarter", "steps", "seconds")}
 
+# %% [markdown]
+# ## The multi-turn control: per-turn rewards inside the sandbox
+# When the epm variant is trained (`policy.variants`), or `controls.multiturn.enabled` asks, its trainer
+# (echo_lib.policy.multiturn: rollouts through the sandbox loop, the policy's own tokens, discounted returns,
+# mixed advantages) learns a per-turn rule against the sandbox's Actor: 1 when the companion's turn names a
+# feeling. Otherwise this step is skipped.
+
 # %%
-record = stage.write_controls(cfg, genrm, grpo)
+multiturn = stage.run_multiturn(cfg) if stage.multiturn_wanted(cfg) else None
+if multiturn:
+    print({k: multiturn[k] for k in ("reward_first_quarter", "reward_last_quarter", "steps", "seconds")})
+else:
+    print("multi-turn control not asked for (no epm variant, controls.multiturn.enabled false)")
+
+# %%
+record = stage.write_controls(cfg, genrm, grpo, multiturn)
 fig = stage.controls_figure(record)
 fig.savefig(paths.figure, dpi=150, bbox_inches="tight")
 print(stage.verdict_lines(record))

@@ -172,7 +172,8 @@ from IPython.display import display
 
 from echo_lib.report.rl_figures import HACKING_CURVES, rl_curves, rl_progress_figure, sample_replies, targets_table
 
-metrics = {v: json.loads(stage.policy_paths(cfg, v).metrics.read_text()) for v in cfg.policy.trained()
+single_turn = stage.single_turn_models(cfg)   # the epm variant's own notebook shows it (03_policy_multiturn)
+metrics = {v: json.loads(stage.policy_paths(cfg, v).metrics.read_text()) for v in single_turn
            if stage.policy_paths(cfg, v).metrics.exists()}
 targets_table(metrics).round(3)
 
@@ -184,7 +185,7 @@ targets_table(metrics).round(3)
 # degenerate interval).
 
 # %%
-logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in cfg.policy.trained()
+logs = {v: pd.read_csv(stage.policy_paths(cfg, v).train_log) for v in single_turn
         if stage.policy_paths(cfg, v).train_log.exists()}
 fig = rl_progress_figure(logs, metrics)
 fig.savefig(paths.dir / "progress.png", dpi=120, bbox_inches="tight")

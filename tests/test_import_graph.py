@@ -7,7 +7,7 @@ From the ground up:
                      their stage modules), empa_source
     4 config         config, config_docs
     5 stage layer    */stage.py, model_setup, models (the run's model registry), stages, upstream, notebook,
-                     workflow, smoke, policy/launch, report/glance
+                     workflow, smoke, policy/launch, policy/epm_stage, report/glance
 
 An import (any `import` or `from` statement, at any depth of the file: an import inside a function is a
 dependency too) may only go down, or sideways inside a layer, and never in a circle. Below the stage layer
@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, int]] = [
     ("echo_lib.workflow", STAGE),
     ("echo_lib.smoke", STAGE),
     ("echo_lib.policy.launch", STAGE),
+    ("echo_lib.policy.epm_stage", STAGE),
     ("echo_lib.report.glance", STAGE),
     ("echo_lib.config", 4),
     ("echo_lib.config_docs", 4),

@@ -26,7 +26,7 @@ RULE_STAGE = {"reward_model": "reward_models"}   # rule name -> stage name, wher
 def dry_run_jobs(configfile: str, results: Path) -> list[dict]:
     """Every job of a forced dry run: rule, wildcards, input and output paths (once per config and folder)."""
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--cores", "1",
-                           "--configfile", configfile, "--config", f"results_dir={results}"],
+                           "--configfile", *configfile.split(), "--config", f"results_dir={results}"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     jobs = []
@@ -40,6 +40,17 @@ def dry_run_jobs(configfile: str, results: Path) -> list[dict]:
         jobs.append({"rule": head.group(1), "wildcards": wildcards, "input": files("input"), "output": files("output")})
     assert jobs, proc.stdout[-3000:]
     return jobs
+
+
+def merged(configfile: str, results: Path) -> dict:
+    """The config of one or more config files, later ones updating earlier ones as Snakemake does (deeply)."""
+    def update(a: dict, b: dict) -> dict:
+        return {**a, **{k: update(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+                        for k, v in b.items()}}
+    out: dict = {}
+    for f in configfile.split():
+        out = update(out, yaml.safe_load((ROOT / f).read_text()))
+    return out | {"results_dir": str(results)}
 
 
 def files_of(part) -> set[Path]:
@@ -69,11 +80,13 @@ def results(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("results")   # never written: the dry runs only name its paths
 
 
-@pytest.mark.parametrize("configfile", ["config/ci.yaml", "config/default.yaml", "config/paper.yaml"])
+# the opt-in overlay adds the epm variant (rule policy_multiturn) and a fourth model under test
+@pytest.mark.parametrize("configfile", ["config/ci.yaml", "config/default.yaml", "config/paper.yaml",
+                                        "config/default.yaml config/multiturn.yaml"])
 def test_every_file_of_the_dag_is_a_layout_path_or_an_authored_file(configfile, results):
     tmp_path = results
     jobs = dry_run_jobs(configfile, tmp_path)
-    cfg = load_config(yaml.safe_load((ROOT / configfile).read_text()) | {"results_dir": str(tmp_path)})
+    cfg = load_config(merged(configfile, tmp_path))
     layout = Layout(cfg.run_dir)
     known = layout_paths(layout, run_names(jobs))
     known |= {Path(p) for files in layout.paper(cfg.paper.dir).outputs().values() for p in files}
@@ -91,11 +104,11 @@ def test_every_file_of_the_dag_is_a_layout_path_or_an_authored_file(configfile, 
                 assert (ROOT / path).exists(), f"rule {name}: {path} is neither a layout path nor a file of the repository"
 
 
-@pytest.mark.parametrize("configfile", ["config/ci.yaml", "config/paper.yaml"])
+@pytest.mark.parametrize("configfile", ["config/ci.yaml", "config/paper.yaml", "config/default.yaml config/multiturn.yaml"])
 def test_the_upstream_check_asks_for_exactly_the_inputs_of_each_rule(configfile, results):
     tmp_path = results
     jobs = dry_run_jobs(configfile, tmp_path)
-    cfg = load_config(yaml.safe_load((ROOT / configfile).read_text()) | {"results_dir": str(tmp_path)})
+    cfg = load_config(merged(configfile, tmp_path))
     checked = 0
     for job in jobs:
         name = RULE_STAGE.get(job["rule"], job["rule"])

@@ -31,7 +31,8 @@ FEELINGS = ("sad", "sadness", "hurt", "hurts", "hurting", "angry", "anger", "mad
             "frustration", "lonely", "alone", "scared", "afraid", "fear", "anxious", "anxiety", "worried", "worry",
             "stressed", "stress", "upset", "disappointed", "disappointing", "overwhelmed", "overwhelming", "tired",
             "exhausted", "ashamed", "shame", "embarrassed", "guilty", "jealous", "hopeless", "heartbroken",
-            "nervous", "confused", "down", "low", "painful", "pain", "grief", "lost", "stuck", "helpless")
+            "nervous", "confused", "down", "low", "painful", "pain", "grief", "lost", "stuck", "helpless",
+            "happy", "glad", "proud", "excited", "relieved", "grateful", "hopeful", "calm", "joy", "love")
 _WORD = re.compile(r"[a-z']+")
 
 

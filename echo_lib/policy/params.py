@@ -13,6 +13,7 @@ from typing import Sequence
 from echo_lib.rewards.params import LoraParams   # the same adapter settings as the reward models
 
 VARIANTS = ("echo", "scalar")   # echo: discrete, reference-anchored GenRM rewards; scalar: the 1-10 RM, no anchor
+MULTITURN = ("epm",)            # epm: RL inside the sandbox, the EPM's per-turn progress as reward (opt-in)
 DOMAINS = ("empathy", "chitchat")
 
 
@@ -76,7 +77,7 @@ class MultiTurnRL:
     learning_rate: float = 2e-3     # LoRA on the 135M model, as policy.grpo at tiny scale
     beta: float = 0.0               # KL to the base (adapter off); > 0 costs one more forward pass per batch
     micro_batch: int = 4            # policy turns per forward/backward pass (memory; the step sums them)
-    max_cases: int = 0              # training cases from the own set (0 = all); the evaluation's are EMPA's
+    max_cases: int = 0              # training cases: the persons of stage 01's train split (0 = all of them)
     temperature: float = 0.7        # the policy's sampling in the rollouts (the sandbox's is test_model's)
     top_p: float = 0.8
     max_new_tokens: int = 48

@@ -50,6 +50,11 @@ def trained_model(cfg, name: str) -> tuple[str, int]:
     return trained[name]
 
 
+def single_turn_models(cfg) -> list[str]:
+    """The trained policies of this stage's variants (echo, scalar and their seeds), not the epm variant's."""
+    return [name for name, (v, _) in cfg.policy.trained().items() if v in VARIANTS]
+
+
 def policy_paths(cfg, name: str) -> PolicyFiles:
     """Stage 03's files of one trained policy (a variant and seed, by model name; echo_lib.layout)."""
     trained_model(cfg, name)
@@ -225,13 +230,27 @@ def rl_data(cfg, variant: str = "echo") -> tuple[list[RLPrompt], list[RLPrompt],
         report["hard_filter"] = {**rep.summary(), "all_win": rep.all_win, "all_lose": rep.all_lose,
                                  "rewards": rep.rewards, "anchors": rep.anchors}
     report["kept"] = {d: sum(x.domain == d for x in kept) for d in ("empathy", "chitchat")}
-    heldout = emp_test[:p.winrate.max_prompts] if p.winrate.max_prompts else emp_test
+    heldout = first_heldout(cfg, emp_test)
     write_jsonl(out / "train.jsonl", (x.row() for x in kept))
     write_jsonl(out / "heldout.jsonl", (x.row() for x in heldout))
     record = {"settings": settings, **report,
               "provenance": provenance(cfg.record, stage="03_policy_rl", step="rl_data", variant=variant)}
     write_json(out / "filter.json", record)
     return kept, heldout, record
+
+
+def first_heldout(cfg, emp_test: list[RLPrompt]) -> list[RLPrompt]:
+    n = cfg.policy.winrate.max_prompts
+    return emp_test[:n] if n else emp_test
+
+
+def heldout_prompts(cfg) -> list[RLPrompt]:
+    """The held-out empathy prompts of the win rate, as rl_data gives them (with the authored openings), without
+    building any variant's RL data: what a variant that trains on no prompts (epm) is compared on."""
+    emp_test = empathy_prompts(source_files(cfg)[2])
+    if cfg.policy.openings > 1:
+        (_, emp_test), _ = with_openings(cfg, [[], emp_test])
+    return first_heldout(cfg, emp_test)
 
 
 # ------------------------------------------------------------------------------------------------

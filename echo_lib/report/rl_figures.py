@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 import numpy as np
 import pandas as pd
 
-VARIANT_COLORS = {"echo": "#3b75af", "scalar": "#d1495b"}
+VARIANT_COLORS = {"echo": "#3b75af", "scalar": "#d1495b", "epm": "#2e8b57"}
 # (column of train_log.csv, panel title); the reward of the two variants comes from different reward
 # models, so its panel compares shapes, not levels (the caption in main.tex says so).
 CURVES = [("reward", "Training reward (own RM)"), ("reward_empathy", "Reward, empathy prompts"),
@@ -240,3 +240,39 @@ def sample_replies(metrics: Mapping) -> pd.DataFrame:
     return pd.DataFrame([{"prompt_id": e.get("prompt_id"), "user message": e.get("user"),
                           "before RL": e.get("base"), "after RL": e.get("trained")} for e in examples],
                         columns=["prompt_id", "user message", "before RL", "after RL"])
+
+
+# The epm variant's panels (echo_lib.policy.multiturn train_log.csv): its reward is per turn, in units of |P0|
+MULTITURN_CURVES = [("reward", "Per-turn reward (EPM distance gained / |P0|)"), ("return", "Discounted return"),
+                    ("loss", "Policy-gradient loss"), ("kl", "KL to the base"), ("reply_words", "Reply length (words)"),
+                    ("epm_ended", "Dialogues the EPM ended early")]
+
+
+def multiturn_curves(rows, name: str) -> plt.Figure:
+    """The multi-turn variant's training over its steps: the per-turn reward with its spread (one standard
+    deviation over the step's turns) and the means of the first and last quarter of the steps, then the
+    return, loss, KL, reply length and early endings (a panel whose column was not logged says so)."""
+    log = pd.DataFrame(list(rows))
+    fig, axes = plt.subplots(2, 3, figsize=(7.5, 4.2), squeeze=False)
+    color = VARIANT_COLORS["epm"]
+    for ax, (column, title) in zip(axes.flat, MULTITURN_CURVES):
+        ax.set_title(title, fontsize=7.5)
+        ax.set_xlabel("optimizer step", fontsize=7)
+        ax.tick_params(labelsize=6.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        data = log[["step", column]].apply(pd.to_numeric, errors="coerce").dropna() if column in log else pd.DataFrame()
+        if data.empty:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes, color="grey", fontsize=7)
+            continue
+        ax.plot(data["step"], data[column], marker="o", ms=2.5, lw=1.3, color=color, label=name)
+        if column == "reward" and "reward_std" in log:
+            sd = pd.to_numeric(log["reward_std"], errors="coerce").fillna(0).to_numpy()
+            mean, step = log["reward"].astype(float).to_numpy(), log["step"].astype(float).to_numpy()
+            ax.fill_between(step, mean - sd, mean + sd, color=color, alpha=0.15, lw=0)
+            q = max(1, len(step) // 4)
+            for part in (slice(0, q), slice(len(step) - q, len(step))):
+                ax.hlines(mean[part].mean(), step[part][0], step[part][-1], colors="k", lw=1.2)
+            ax.axhline(0, color="grey", lw=0.6, ls=":")
+    fig.suptitle(f"{name}: multi-turn RL in the sandbox", fontsize=8.5)
+    fig.tight_layout()
+    return fig
