@@ -173,3 +173,35 @@ def test_the_controls_rule_names_a_feeling():
     assert names_feeling("That sounds so lonely.") == 1.0 and names_feeling("You must be EXHAUSTED!") == 1.0
     assert names_feeling("Nice weather today.") == 0.0 and names_feeling("Sadly, no.") == 0.0
     assert feeling_rewards(played_case()) == [1.0, 0.0, 0.0]
+
+
+def test_the_epm_stage_trains_on_the_train_persons_cases(tmp_path, tiny_lm_dir):
+    """Stage 03's epm path on the tiny model: the persons of stage 01's train split are the cases played,
+    the run's roles play the sandbox, and the log, the reward's rise and the figure come out."""
+    from test_rewards_data import empathy_item
+
+    from echo_lib.config import load_config
+    from echo_lib.layout import Layout
+    from echo_lib.policy import epm_stage
+    from echo_lib.provenance import write_jsonl
+    from echo_lib.report.rl_figures import multiturn_curves
+    short = {"max_new_tokens": 6}
+    cfg = load_config({"models": {"base": {"backend": "hf", "source": "local", "id": str(tiny_lm_dir)}},
+                       "roles": {"judge": "base", "nee_judges": ["base"]},
+                       "results_dir": str(tmp_path / "results"), "run_name": "tiny", "llm": {"progress": False},
+                       "policy": {"variants": ["epm"], "multiturn": {"steps": 2, "cases_per_step": 1,
+                                  "dialogues_per_case": 2, "max_turns": 2, "max_new_tokens": 6}},
+                       "sandbox_run": {"max_turns": 2, "min_turns": 1, "actor": short}})
+    write_jsonl(Layout(cfg.run_dir).data("empathy", "train"),
+                [empathy_item(i) | {"scenario_id": sid} for i, sid in enumerate(["own_002", "own_005", "own_002"])])
+    assert [c.id for c in epm_stage.training_cases(cfg)] == ["own_002", "own_005"]
+    trained = epm_stage.train(cfg, "epm", progress=False)
+    out = epm_stage.policy_paths(cfg, "epm").dir
+    played = {json.loads(x)["case"] for s in (1, 2) for x in (out / "rollouts" / f"step_{s:03d}.jsonl").read_text().splitlines()}
+    assert played == {"own_002", "own_005"} and len(trained.rows) == 2
+    rise = epm_stage.reward_rise(out, trained.rows)
+    assert rise["dialogues"] == [2, 2] and rise["steps_per_quarter"] == 1
+    assert rise["rise"] == pytest.approx(rise["last_quarter"] - rise["first_quarter"], abs=1e-3)
+    assert multiturn_curves(trained.rows, "epm").axes
+    with pytest.raises(ValueError, match="rule policy_multiturn trains epm"):
+        epm_stage.check_epm(load_config({"policy": {"variants": ["echo", "epm"]}}), "echo")
