@@ -205,3 +205,22 @@ def test_the_epm_stage_trains_on_the_train_persons_cases(tmp_path, tiny_lm_dir):
     assert multiturn_curves(trained.rows, "epm").axes
     with pytest.raises(ValueError, match="rule policy_multiturn trains epm"):
         epm_stage.check_epm(load_config({"policy": {"variants": ["echo", "epm"]}}), "echo")
+
+
+def test_one_case_played_side_by_side_draws_apart_by_its_seed(tmp_path, tiny_lm_dir):
+    """sandbox.loop.play's seeds: a case played three times in one batch with offsets 0, 1, 0 gives two equal
+    dialogues and one other; offset 0 is the case played alone (the sandbox's own runs do not change)."""
+    from echo_lib.policy.multiturn import training_run
+    from echo_lib.sandbox.actor import Actor
+    from echo_lib.sandbox.loop import Players, play
+    from echo_lib.sandbox.test_model import TestModel
+    cfg, roles = tiny_roles(tmp_path, tiny_lm_dir)
+    run = training_run(cfg.sandbox_run, MultiTurnRL(max_turns=2, max_new_tokens=6))
+    players = Players(actor=Actor(roles.actor, run.actor, seed=3), test=TestModel(roles.actor, run.test_model, seed=3),
+                      judge=roles.judge, director=roles.director)
+    sc = load_own_file(own_files()[0])
+    epm = run.epm(cfg.epm)
+    talk = lambda c: [(ex.user, ex.reply) for ex in c.history]   # noqa: E731
+    side = [talk(c) for c in play([sc, sc, sc], players, run, epm, progress=False, seeds=[0, 1, 0])]
+    alone = talk(play([sc], players, run, epm, progress=False)[0])
+    assert side[0] == side[2] == alone and side[1] != side[0]

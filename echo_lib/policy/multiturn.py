@@ -2,8 +2,9 @@
 
 Echo-N1 trains single replies; this variant trains where EMPA evaluates. Each step:
   1. rollouts: the policy (a LoRA adapter being trained) plays the companion in `sandbox.loop.play` against
-     the sandbox's own Actor, Judge and Director, `dialogues_per_case` times per case, each time with other
-     sampling seeds (a reply depends only on its chat and seed, so equal seeds would replay one dialogue);
+     the sandbox's own Actor, Judge and Director, `dialogues_per_case` times per case in one batch, each
+     dialogue with its own seed offset (a reply depends only on its chat and seed: equal seeds would replay
+     one dialogue);
   2. rewards: one per policy turn, from the finished case (`epm_progress`: the EPM distance the judge's
      evaluation after that turn gained; a positive control passes a rule instead);
   3. returns and mixed advantages (echo_lib.policy.turn_rewards);
@@ -109,19 +110,19 @@ def training_run(run: SandboxRunParams, mt: MultiTurnRL) -> SandboxRunParams:
 
 
 def rollout(scenarios: Sequence[Scenario], policy, roles: SandboxRoles, run: SandboxRunParams,
-            epm_params: EPMParams, seeds: Sequence[int]) -> list[tuple[int, CaseState]]:
-    """Every scenario played once per seed by `policy` (an LLM); (seed index, final state) per dialogue."""
-    out = []
-    for g, seed in enumerate(seeds):
-        players = Players(actor=Actor(roles.actor, run.actor, seed=seed), test=TestModel(policy, run.test_model, seed=seed),
-                          judge=roles.judge, director=roles.director, companion_prompt=roles.companion_prompt)
-        cases = play(list(scenarios), players, run, epm_params, progress=False)
-        out += [(g, c) for c in cases]
-    return out
+            epm_params: EPMParams, seed: int, group: int) -> list[tuple[int, CaseState]]:
+    """Every scenario played `group` times by `policy` (an LLM), all in one batch of the sandbox loop, each
+    dialogue with its own seed offset; (dialogue index in its group, final state) per dialogue."""
+    players = Players(actor=Actor(roles.actor, run.actor, seed=seed), test=TestModel(policy, run.test_model, seed=seed),
+                      judge=roles.judge, director=roles.director, companion_prompt=roles.companion_prompt)
+    played = [(g, sc) for g in range(group) for sc in scenarios]
+    cases = play([sc for _, sc in played], players, run, epm_params, progress=False, seeds=[g for g, _ in played])
+    return [(g, c) for (g, _), c in zip(played, cases)]
 
 
-def step_seeds(seed: int, step: int, n: int) -> list[int]:
-    return [seed * 1_000_003 + step * 1_009 + g for g in range(n)]
+def step_seed(seed: int, step: int) -> int:
+    """The sampling seed of a step's rollouts (its dialogues add 0 .. group - 1)."""
+    return seed * 1_000_003 + step * 1_009
 
 
 def policy_update(model, batch: list[tuple[list[int], list[int]]], advantages: list[float], params: MultiTurnRL,
@@ -220,7 +221,7 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
         t_step = time.perf_counter()
         picked = [cases[i] for i in schedule[(step - 1) * mt.cases_per_step: step * mt.cases_per_step]]
         model.eval()
-        played = rollout(picked, policy, roles, run, epm_params, step_seeds(seed, step, mt.dialogues_per_case))
+        played = rollout(picked, policy, roles, run, epm_params, step_seed(seed, step), mt.dialogues_per_case)
         t_roll = time.perf_counter() - t_step
         usable = [(g, c) for g, c in played if c.error is None and any(ex.reply for ex in c.history)]
         if not usable:

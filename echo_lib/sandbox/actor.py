@@ -82,6 +82,8 @@ class Actor:
     sampling: ReplySampling
     seed: int = 0
 
-    def respond(self, chats: list[list[dict]]) -> list[str]:
-        s = self.sampling.with_seed(self.seed)
-        return [clean_reply(c.text, (ME, OTHER)) for c in self.llm.generate(chats, s)]
+    def respond(self, chats: list[list[dict]], offsets: list[int] | None = None) -> list[str]:
+        """The user's next message per chat; `offsets` (per chat, added to the seed) tell apart dialogues of
+        one case played side by side, which would otherwise draw the same words."""
+        samplings = [self.sampling.with_seed(self.seed + o) for o in (offsets or [0] * len(chats))]
+        return [clean_reply(c.text, (ME, OTHER)) for c in self.llm.generate(chats, samplings)]

@@ -70,6 +70,7 @@ class CaseState:
     director_log: list[dict] = field(default_factory=list)
     ending: Ending | None = None
     error: CaseError | None = None
+    seed: int = 0             # added to the speaking roles' seeds: several dialogues of one case side by side
 
     @property
     def active(self) -> bool:
@@ -91,9 +92,12 @@ class Players:
 
 
 def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, epm_params: EPMParams,
-         on_end: Callable[[CaseState], None] | None = None, progress: bool = True) -> list[CaseState]:
-    """Run the dialogues of these scenarios to their end; returns every case's final state."""
-    cases = [CaseState(sc) for sc in scenarios]
+         on_end: Callable[[CaseState], None] | None = None, progress: bool = True,
+         seeds: list[int] | None = None) -> list[CaseState]:
+    """Run the dialogues of these scenarios to their end; returns every case's final state. `seeds` (one per
+    scenario, default 0) offset the Actor's and the tested model's sampling seeds, so one scenario can be
+    played several times in one batch with different draws (multi-turn RL's groups)."""
+    cases = [CaseState(sc, seed=s) for sc, s in zip(scenarios, seeds or [0] * len(scenarios))]
     on_end = on_end or (lambda c: None)
 
     def fail(c: CaseState, stage: str, turn: int, reason: str) -> None:
@@ -125,7 +129,7 @@ def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, 
         live = [c for c in cases if c.active]
         chats = [actor_chat(c.scenario, c.history, c.guidance, c.story.material(c.scenario), params.history_turns)
                  for c in live]
-        for c, msg in zip(live, isolate(players.actor.respond, chats, f"actor turn {t}")):
+        for c, msg in zip(live, speak(players.actor, chats, live, f"actor turn {t}")):
             if isinstance(msg, CaseFailure):
                 fail(c, "actor", t, str(msg))
             else:
@@ -136,7 +140,7 @@ def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, 
         live = [c for c in cases if c.active]
         chats = [companion_chat(c.history[:-1], c.history[-1].user, players.companion_prompt, params.test_history,
                            params.history_turns) for c in live]
-        for c, reply in zip(live, isolate(players.test.respond, chats, f"test model turn {t}")):
+        for c, reply in zip(live, speak(players.test, chats, live, f"test model turn {t}")):
             if isinstance(reply, CaseFailure):
                 fail(c, "test_model", t, str(reply))
             else:
@@ -175,3 +179,11 @@ def play(scenarios: list[Scenario], players: Players, params: SandboxRunParams, 
                     c.guidance = decision.guidance
     bar.close()
     return cases
+
+
+def speak(role, chats: list[list[dict]], cases: list[CaseState], what: str) -> list:
+    """A speaking role's (Actor, tested model) answers to these cases' chats, each drawn with its case's seed
+    offset, one batched call; a case whose call fails gets a CaseFailure (isolate)."""
+    def call(pairs):
+        return role.respond([chat for chat, _ in pairs], [seed for _, seed in pairs])
+    return isolate(call, list(zip(chats, [c.seed for c in cases])), what)

@@ -51,6 +51,7 @@ class TestModel:
     sampling: ReplySampling
     seed: int = 0
 
-    def respond(self, chats: list[list[dict]]) -> list[str]:
-        s = self.sampling.with_seed(self.seed)
-        return [clean_reply(c.text, (ME, USER, "Qiming")) for c in self.llm.generate(chats, s)]
+    def respond(self, chats: list[list[dict]], offsets: list[int] | None = None) -> list[str]:
+        """The reply per chat; `offsets` as Actor.respond's."""
+        samplings = [self.sampling.with_seed(self.seed + o) for o in (offsets or [0] * len(chats))]
+        return [clean_reply(c.text, (ME, USER, "Qiming")) for c in self.llm.generate(chats, samplings)]
