@@ -3,7 +3,7 @@ ci DAG, tests/test_dag.py::test_positive_controls_learn)."""
 from __future__ import annotations
 
 from echo_lib.controls.genrm import MARKER, SUBJECTS, control_items
-from echo_lib.controls.stage import THRESHOLDS, passed, verdict_lines
+from echo_lib.controls.stage import THRESHOLDS, controls_figure, passed, verdict_lines
 from echo_lib.rewards.data import examples, shuffled_labels
 
 
@@ -49,3 +49,9 @@ def test_pass_and_fail_follow_the_thresholds():
     r = record(acc=0.5)
     r["passed"] = passed(r)
     assert "FAILS" in verdict_lines(r).splitlines()[0]
+    # the multi-turn control counts when it ran (the epm variant is trained), with the same bar
+    m = record() | {"multiturn": {"reward_first_quarter": 0.31, "reward_last_quarter": 0.60, "rewards": [0.3, 0.6]}}
+    m["passed"] = passed(m)
+    assert m["passed"]["multiturn"] is False and THRESHOLDS["multiturn_rise"] == 0.30   # 0.29 < 0.30
+    assert "multi-turn control" in verdict_lines(m) and "FAILS" in verdict_lines(m).splitlines()[-1]
+    assert controls_figure(m).axes[0].get_legend() is not None
