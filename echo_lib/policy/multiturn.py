@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 from echo_lib.epm.params import EPMParams
 from echo_lib.finetune import TrainBase, as_base, load_for_training
 from echo_lib.policy.params import MultiTurnRL, PolicyParams
-from echo_lib.policy.train import read_log
+from echo_lib.policy.train import read_log, write_log
 from echo_lib.policy.turn_rewards import discounted_returns, distance_rewards, mixed_advantages
 from echo_lib.provenance import write_text
 from echo_lib.sandbox.actor import Actor
@@ -161,16 +161,6 @@ def token_logprobs(model, ids, attn):
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
 
 
-def write_log(rows: list[dict], path: Path) -> None:
-    import csv
-    import io
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
-    w.writeheader()
-    w.writerows(rows)
-    write_text(path, buf.getvalue())
-
-
 def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], roles: SandboxRoles, reward: TurnReward,
                      params: PolicyParams, run: SandboxRunParams, epm_params: EPMParams, out_dir: str | Path,
                      seed: int = 0, progress: bool = True) -> MultiTurnResult:
@@ -280,7 +270,7 @@ def save_step(model, optimizer, out: Path, rows: list[dict], settings: dict, ste
     from echo_lib.provenance import write_json
     model.save_pretrained(str(out / "adapter"))
     torch.save(optimizer.state_dict(), out / "optimizer.pt")
-    write_log(rows, out / "train_log.csv")
+    write_log(rows, out / "train_log.csv", LOG_COLUMNS)
     write_json(out / "state.json", {"step": step, "settings": settings})
 
 

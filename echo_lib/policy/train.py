@@ -111,10 +111,10 @@ def _fmt(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def write_log(rows: list[dict], path: Path) -> None:
+def write_log(rows: list[dict], path: Path, columns: Sequence[str] = LOG_COLUMNS) -> None:
     """train_log.csv, rewritten atomically after every step (a killed run keeps the steps it finished)."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, LOG_COLUMNS, extrasaction="ignore")
+    w = csv.DictWriter(buf, list(columns), extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
     write_text(path, buf.getvalue())
