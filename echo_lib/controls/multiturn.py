@@ -8,7 +8,9 @@ Actor, on a rule that names the user's feeling,
 
     names_feeling = 1 if the companion's turn names a feeling (sad, hurt, lonely, ...), else 0,
 
-which the base meets now and then, so the groups have a spread from the first step. It passes when the mean
+which the base meets in about a quarter of its turns, so the groups have a spread from the first step. The
+rule counts any feeling word: the control shows the trainer meets a per-turn rule, not that the rule is
+empathy (the policy learned to open with "I'm glad"; params.MultiTurnControlParams has the run). It passes when the mean
 per-turn reward of the last quarter of the steps exceeds that of the first quarter by at least 0.3 (the
 stage-02 GRPO control's bar; echo_lib.controls.stage.THRESHOLDS).
 """

@@ -53,16 +53,20 @@ class GRPOControlParams:
 @dataclass(frozen=True)
 class MultiTurnControlParams:
     """The epm variant's trainer (echo_lib.policy.multiturn) on a per-turn rule, names_feeling
-    (echo_lib.controls.multiturn); the sandbox's Actor plays the user. Measured: see that module."""
+    (echo_lib.controls.multiturn); the sandbox's Actor plays the user. Measured (seed 0, converted
+    SmolLM2-135M-Instruct, 1 thread beside another job on a 2-core CPU): per-turn reward per step 0.25 0.31 0.38
+    0.50 0.44 0.75 0.69 0.88 0.94 0.88 1.00 1.00, first quarter 0.31 -> last quarter 0.96 (rise 0.65), 387 s, peak
+    RSS 5.0 GB; the policy learned to open with "I'm glad", which the rule counts (by the end "glad glad glad":
+    without a KL term a rule is met, not empathy). At lr 3e-3 and 10 steps the rise was 0.31, a bare pass."""
     enabled: bool = False            # runs in the controls stage when the epm variant is trained (or set true)
-    steps: int = 10
+    steps: int = 12
     cases: int = 6                   # own cases the control plays (the first N)
     cases_per_step: int = 2
     dialogues_per_case: int = 4      # the group
     max_turns: int = 2
     gamma: float = 0.9
     turn_weight: float = 0.5
-    learning_rate: float = 3e-3
+    learning_rate: float = 5e-3
     micro_batch: int = 8
     temperature: float = 0.8
     top_p: float = 1.0
