@@ -165,47 +165,31 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
                      params: PolicyParams, run: SandboxRunParams, epm_params: EPMParams, out_dir: str | Path,
                      seed: int = 0, progress: bool = True) -> MultiTurnResult:
     """Multi-turn RL of the LoRA adapter params.lora on `base` (params.multiturn); writes out_dir/adapter/,
-    out_dir/train_log.csv, out_dir/state.json (and optimizer.pt, to resume)."""
-    import torch
-    from peft import PeftModel, get_peft_model
+    out_dir/train_log.csv, out_dir/rollouts/, out_dir/state.json (and optimizer.pt, to resume)."""
+    from tqdm.auto import tqdm
 
     from echo_lib.llm.hf import HFBackend
     from echo_lib.llm.registry import make_llm
     from echo_lib.llm.settings import LLMSettings
-    from echo_lib.rewards.train import lora_config   # reads params.lora only
 
     mt, out = params.multiturn, Path(out_dir)
     if len(cases) < mt.cases_per_step:
         raise ValueError(f"policy.multiturn.cases_per_step={mt.cases_per_step} but only {len(cases)} training cases")
     run = training_run(run, mt)
     epm_params = run.epm(epm_params)
-    adapter, state_path, log_path = out / "adapter", out / "state.json", out / "train_log.csv"
     # what a resumed run must share with the one it goes on from (not steps: a longer run extends a shorter)
     settings = {"multiturn": {k: v for k, v in dataclasses.asdict(mt).items() if k != "steps"},
                 "lora": dataclasses.asdict(params.lora), "seed": seed, "cases": [c.id for c in cases]}
-    done = resume_point(state_path, log_path, adapter, settings)
-
+    done = resume_point(out / "state.json", out / "train_log.csv", out / "adapter", settings)
     t0 = time.perf_counter()
-    torch.manual_seed(seed)
-    model, tok = load_for_training(as_base(base))
-    if done:
-        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
-    else:
-        model = get_peft_model(model, lora_config(params, model.config.num_hidden_layers))
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=mt.learning_rate)
-    if done and (out / "optimizer.pt").exists():
-        optimizer.load_state_dict(torch.load(out / "optimizer.pt"))
-    end_id = end_of_turn(model, tok)
+    model, tok, optimizer = load_policy(base, params, out, seed, resume=bool(done))
     backend = HFBackend.serving("policy", model, tok, LLMSettings(cache=False, provenance=False, progress=False))
-    policy = make_llm(backend, backend.settings, out / ".no-cache", None)
-    result = MultiTurnResult(adapter_dir=str(adapter), resumed_at=done,
-                             rows=read_log(log_path)[:done] if done else [])
+    policy = make_llm(backend, backend.settings, out / ".no-cache", None)   # the weights change: no call cache
+    result = MultiTurnResult(adapter_dir=str(out / "adapter"), resumed_at=done,
+                             rows=read_log(out / "train_log.csv")[:done] if done else [])
     if done:
         log.info("resuming multi-turn RL at step %d of %d (%s)", done + 1, mt.steps, out)
-    order = torch.Generator().manual_seed(seed)
-    schedule = [i for _ in range(-(-mt.steps * mt.cases_per_step // len(cases)))
-                for i in torch.randperm(len(cases), generator=order).tolist()]
-    from tqdm.auto import tqdm
+    schedule = case_schedule(len(cases), mt, seed)
     for step in tqdm(range(done + 1, mt.steps + 1), desc="multi-turn RL", disable=not progress,
                      initial=done, total=mt.steps):
         t_step = time.perf_counter()
@@ -213,30 +197,16 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
         model.eval()
         played = rollout(picked, policy, roles, run, epm_params, step_seed(seed, step), mt.dialogues_per_case)
         t_roll = time.perf_counter() - t_step
-        usable = [(g, c) for g, c in played if c.error is None and any(ex.reply for ex in c.history)]
-        if not usable:
-            raise RuntimeError(f"multi-turn RL step {step}: every dialogue failed; the first: "
-                               f"{played[0][1].error if played else 'none played'}")
-        turns = [policy_turns(c, roles.companion_prompt, run) for _, c in usable]
-        rewards = [reward(c)[:len(t)] for (_, c), t in zip(usable, turns)]
-        returns = [discounted_returns(r, mt.gamma) for r in rewards]
-        adv = mixed_advantages(returns, [c.scenario.id for _, c in usable], mt.turn_weight)
-        batch = [turn_tokens(tok, chat, reply, end_id) for ts in turns for chat, reply in ts]
-        flat_adv = [a for row in adv for a in row]
+        batch = StepBatch.of(played, reward, roles.companion_prompt, run, mt, step)
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        stats = policy_update(model, batch, flat_adv, mt, tok.pad_token_id)
+        stats = policy_update(model, batch.tokens(tok, end_of_turn(model, tok)), batch.flat_advantages, mt,
+                              tok.pad_token_id)
         optimizer.step()
         backend.forget()   # keys and values kept from the old weights are stale
-        write_rollouts(out / "rollouts" / f"step_{step:03d}.jsonl", usable, rewards, adv)
-        flat_r = [x for r in rewards for x in r]
-        row = {"step": step, "reward": statistics.fmean(flat_r), "reward_std": statistics.pstdev(flat_r),
-               "return": statistics.fmean(x for r in returns for x in r),
-               "advantage_abs": statistics.fmean(abs(a) for a in flat_adv), "turns": len(flat_r),
-               "dialogues": len(usable), "failed": len(played) - len(usable),
-               "epm_ended": sum(c.ending is not None and c.ending.kind in ("SUCCESS", "EPM_FAILURE") for _, c in usable),
-               "reply_words": statistics.fmean(len(reply.split()) for ts in turns for _, reply in ts),
-               "rollout_time": round(t_roll, 2), "step_time": round(time.perf_counter() - t_step, 2), **stats}
+        write_rollouts(out / "rollouts" / f"step_{step:03d}.jsonl", batch.played, batch.rewards, batch.advantages)
+        row = {"step": step, **batch.stats(len(played)), "rollout_time": round(t_roll, 2),
+               "step_time": round(time.perf_counter() - t_step, 2), **stats}
         result.rows.append(row)
         save_step(model, optimizer, out, result.rows, settings, step)
         log.info("multi-turn step %d: reward %.3f (sd %.3f) over %d turns, loss %.4f, %.0f s (rollouts %.0f s)",
@@ -244,8 +214,79 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
     result.steps = mt.steps
     result.seconds = time.perf_counter() - t0
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    check_adapter(adapter)
+    check_adapter(out / "adapter")
     return result
+
+
+def load_policy(base: TrainBase | str | Path, params: PolicyParams, out: Path, seed: int, resume: bool):
+    """(model, tokenizer, optimizer): the base with a new LoRA adapter (params.lora), or with the adapter and
+    optimizer state of out/ to go on training."""
+    import torch
+    from peft import PeftModel, get_peft_model
+
+    from echo_lib.rewards.train import lora_config   # reads params.lora only
+    torch.manual_seed(seed)
+    model, tok = load_for_training(as_base(base))
+    if resume:
+        model = PeftModel.from_pretrained(model, str(out / "adapter"), is_trainable=True)
+    else:
+        model = get_peft_model(model, lora_config(params, model.config.num_hidden_layers))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                  lr=params.multiturn.learning_rate)
+    if resume and (out / "optimizer.pt").exists():
+        optimizer.load_state_dict(torch.load(out / "optimizer.pt"))
+    return model, tok, optimizer
+
+
+def case_schedule(n_cases: int, mt: MultiTurnRL, seed: int) -> list[int]:
+    """The cases' order over the run: seeded permutations end to end, so every case is played before any
+    twice, and a longer run's schedule starts as a shorter one's."""
+    import torch
+    order = torch.Generator().manual_seed(seed)
+    rounds = -(-mt.steps * mt.cases_per_step // n_cases)
+    return [i for _ in range(rounds) for i in torch.randperm(n_cases, generator=order).tolist()]
+
+
+@dataclass
+class StepBatch:
+    """One step's usable dialogues and what the update reads of them: per dialogue its policy turns, their
+    rewards, returns and advantages."""
+    played: list[tuple[int, CaseState]]
+    turns: list[list[tuple[list[dict], str]]]
+    rewards: list[list[float]]
+    returns: list[list[float]]
+    advantages: list[list[float]]
+
+    @classmethod
+    def of(cls, played, reward: TurnReward, companion_prompt: str, run: SandboxRunParams, mt: MultiTurnRL,
+           step: int) -> "StepBatch":
+        usable = [(g, c) for g, c in played if c.error is None and any(ex.reply for ex in c.history)]
+        if not usable:   # a run with nothing to learn from is no run (an unreachable model, a broken role)
+            raise RuntimeError(f"multi-turn RL step {step}: every dialogue failed; the first: "
+                               f"{played[0][1].error if played else 'none played'}")
+        turns = [policy_turns(c, companion_prompt, run) for _, c in usable]
+        rewards = [reward(c)[:len(t)] for (_, c), t in zip(usable, turns)]
+        returns = [discounted_returns(r, mt.gamma) for r in rewards]
+        advantages = mixed_advantages(returns, [c.scenario.id for _, c in usable], mt.turn_weight)
+        return cls(usable, turns, rewards, returns, advantages)
+
+    @property
+    def flat_advantages(self) -> list[float]:
+        return [a for row in self.advantages for a in row]
+
+    def tokens(self, tok, end_id: int) -> list[tuple[list[int], list[int]]]:
+        return [turn_tokens(tok, chat, reply, end_id) for ts in self.turns for chat, reply in ts]
+
+    def stats(self, n_played: int) -> dict:
+        """The step's train_log.csv columns of rewards and replies."""
+        flat = [x for r in self.rewards for x in r]
+        return {"reward": statistics.fmean(flat), "reward_std": statistics.pstdev(flat),
+                "return": statistics.fmean(x for r in self.returns for x in r),
+                "advantage_abs": statistics.fmean(abs(a) for a in self.flat_advantages), "turns": len(flat),
+                "dialogues": len(self.played), "failed": n_played - len(self.played),
+                "epm_ended": sum(c.ending is not None and c.ending.kind in ("SUCCESS", "EPM_FAILURE")
+                                 for _, c in self.played),
+                "reply_words": statistics.fmean(len(reply.split()) for ts in self.turns for _, reply in ts)}
 
 
 def write_rollouts(path: Path, played: list[tuple[int, CaseState]], rewards: list[list[float]],
