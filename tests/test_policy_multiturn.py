@@ -144,10 +144,15 @@ def test_trains_in_the_sandbox_and_resumes(tmp_path, tiny_lm_dir):
     lines = [json.loads(x) for x in (out / "rollouts" / "step_001.jsonl").read_text().splitlines()]
     assert len(lines) == 8 and {x["dialogue"] for x in lines} == {0, 1} and len({x["case"] for x in lines}) == 2
     assert (out / "adapter" / "adapter_model.safetensors").exists()
-    # the same settings again: nothing left to do; two more steps go on from step 2
+    # the same settings again, after Snakemake deleted the rule's outputs as it does before a rerun: nothing left
+    # to do (the checkpoint holds step 2), and the outputs are written again; one more step goes on from step 2
+    import shutil
+    shutil.rmtree(out / "adapter")
+    (out / "train_log.csv").unlink()
     again = train_in_sandbox(tiny_lm_dir, cases, roles, epm_progress, params, cfg.sandbox_run, cfg.epm, out,
                              progress=False)
     assert again.resumed_at == 2 and len(again.rows) == 2
+    assert (out / "adapter" / "adapter_model.safetensors").exists() and len(read_log(out / "train_log.csv")) == 2
     more = dataclasses.replace(params, multiturn=dataclasses.replace(mt, steps=3))
     longer = train_in_sandbox(tiny_lm_dir, cases, roles, epm_progress, more, cfg.sandbox_run, cfg.epm, out,
                               progress=False)

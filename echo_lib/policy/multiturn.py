@@ -20,8 +20,10 @@ history formats: huggingface/trl #4976 and #5144 are reward collapses from masks
 The reply is trained as the sandbox kept it (`clean_reply`), re-tokenised: a reply the cleaner changed
 (a speaker label cut) is trained in its cleaned form, which is the form the Judge and the next turn saw.
 
-A step's row goes to train_log.csv as it ends, with the adapter and the optimizer's state, so a killed run
-resumes at its next step (state.json records the step and the settings; other settings start over).
+A step's row, adapter and optimizer state go to out_dir/checkpoint/ as it ends, so a killed run resumes at its
+next step (checkpoint/state.json records the step and the settings; other settings start over). The stage's
+outputs (adapter/, train_log.csv) are written from it at the end: Snakemake deletes a rule's outputs before
+it runs the rule again, so a checkpoint kept there would be gone when the rerun looks for it.
 """
 from __future__ import annotations
 
@@ -165,7 +167,7 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
                      params: PolicyParams, run: SandboxRunParams, epm_params: EPMParams, out_dir: str | Path,
                      seed: int = 0, progress: bool = True) -> MultiTurnResult:
     """Multi-turn RL of the LoRA adapter params.lora on `base` (params.multiturn); writes out_dir/adapter/,
-    out_dir/train_log.csv, out_dir/rollouts/, out_dir/state.json (and optimizer.pt, to resume)."""
+    out_dir/train_log.csv and out_dir/rollouts/ (and out_dir/checkpoint/ as it goes, to resume)."""
     from tqdm.auto import tqdm
 
     from echo_lib.llm.hf import HFBackend
@@ -180,13 +182,14 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
     # what a resumed run must share with the one it goes on from (not steps: a longer run extends a shorter)
     settings = {"multiturn": {k: v for k, v in dataclasses.asdict(mt).items() if k != "steps"},
                 "lora": dataclasses.asdict(params.lora), "seed": seed, "cases": [c.id for c in cases]}
-    done = resume_point(out / "state.json", out / "train_log.csv", out / "adapter", settings)
+    ckpt = out / "checkpoint"
+    done = resume_point(ckpt, settings)
     t0 = time.perf_counter()
-    model, tok, optimizer = load_policy(base, params, out, seed, resume=bool(done))
+    model, tok, optimizer = load_policy(base, params, ckpt, seed, resume=bool(done))
     backend = HFBackend.serving("policy", model, tok, LLMSettings(cache=False, provenance=False, progress=False))
     policy = make_llm(backend, backend.settings, out / ".no-cache", None)   # the weights change: no call cache
     result = MultiTurnResult(adapter_dir=str(out / "adapter"), resumed_at=done,
-                             rows=read_log(out / "train_log.csv")[:done] if done else [])
+                             rows=read_log(ckpt / "train_log.csv")[:done] if done else [])
     if done:
         log.info("resuming multi-turn RL at step %d of %d (%s)", done + 1, mt.steps, out)
     schedule = case_schedule(len(cases), mt, seed)
@@ -208,9 +211,11 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
         row = {"step": step, **batch.stats(len(played)), "rollout_time": round(t_roll, 2),
                "step_time": round(time.perf_counter() - t_step, 2), **stats}
         result.rows.append(row)
-        save_step(model, optimizer, out, result.rows, settings, step)
+        save_step(model, optimizer, ckpt, result.rows, settings, step)
         log.info("multi-turn step %d: reward %.3f (sd %.3f) over %d turns, loss %.4f, %.0f s (rollouts %.0f s)",
                  step, row["reward"], row["reward_std"], row["turns"], row["loss"], row["step_time"], t_roll)
+    model.save_pretrained(str(out / "adapter"))        # the stage's outputs, from the last step
+    write_log(result.rows, out / "train_log.csv", LOG_COLUMNS)
     result.steps = mt.steps
     result.seconds = time.perf_counter() - t0
     result.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -218,9 +223,9 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
     return result
 
 
-def load_policy(base: TrainBase | str | Path, params: PolicyParams, out: Path, seed: int, resume: bool):
+def load_policy(base: TrainBase | str | Path, params: PolicyParams, ckpt: Path, seed: int, resume: bool):
     """(model, tokenizer, optimizer): the base with a new LoRA adapter (params.lora), or with the adapter and
-    optimizer state of out/ to go on training."""
+    optimizer state of the checkpoint folder `ckpt` to go on training."""
     import torch
     from peft import PeftModel, get_peft_model
 
@@ -228,13 +233,13 @@ def load_policy(base: TrainBase | str | Path, params: PolicyParams, out: Path, s
     torch.manual_seed(seed)
     model, tok = load_for_training(as_base(base))
     if resume:
-        model = PeftModel.from_pretrained(model, str(out / "adapter"), is_trainable=True)
+        model = PeftModel.from_pretrained(model, str(ckpt / "adapter"), is_trainable=True)
     else:
         model = get_peft_model(model, lora_config(params, model.config.num_hidden_layers))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=params.multiturn.learning_rate)
-    if resume and (out / "optimizer.pt").exists():
-        optimizer.load_state_dict(torch.load(out / "optimizer.pt"))
+    if resume and (ckpt / "optimizer.pt").exists():
+        optimizer.load_state_dict(torch.load(ckpt / "optimizer.pt"))
     return model, tok, optimizer
 
 
@@ -305,8 +310,8 @@ def write_rollouts(path: Path, played: list[tuple[int, CaseState]], rewards: lis
 
 
 def save_step(model, optimizer, out: Path, rows: list[dict], settings: dict, step: int) -> None:
-    """The adapter, the optimizer's state and the log after `step`, then state.json (written last: a run
-    killed while saving resumes from the step before)."""
+    """Into the checkpoint folder `out`: the adapter, the optimizer's state and the log after `step`, then
+    state.json (written last: a run killed while saving resumes from the step before)."""
     import torch
     from echo_lib.provenance import write_json
     model.save_pretrained(str(out / "adapter"))
@@ -315,8 +320,10 @@ def save_step(model, optimizer, out: Path, rows: list[dict], settings: dict, ste
     write_json(out / "state.json", {"step": step, "settings": settings})
 
 
-def resume_point(state_path: Path, log_path: Path, adapter: Path, settings: dict) -> int:
-    """The last finished step of an earlier run with the same settings (0: start over)."""
+def resume_point(ckpt: Path, settings: dict) -> int:
+    """The last finished step of an earlier run with the same settings, kept in the checkpoint folder `ckpt`
+    (0: start over)."""
+    state_path, log_path, adapter = ckpt / "state.json", ckpt / "train_log.csv", ckpt / "adapter"
     if not state_path.exists():
         return 0
     try:
