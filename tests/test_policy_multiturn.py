@@ -114,6 +114,13 @@ def test_the_loss_scores_the_reply_tokens_as_the_model_generates_them(tiny_lm_di
             logps.append(torch.log_softmax(logits, -1)[ids[j]].item())
     assert stats["loss"] == pytest.approx(-sum(logps) / (sum(mask) + sum(short[1])), rel=1e-4)
     assert stats["kl"] is None
+    # the KL to the base: 0 while the adapter is the identity (LoRA B = 0), above 0 once it is not
+    from peft import LoraConfig, get_peft_model
+    for random_b, positive in ((False, False), (True, True)):
+        tuned = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_lm_dir), LoraConfig(
+            r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=not random_b, task_type="CAUSAL_LM"))
+        kl = policy_update(tuned, [(ids, mask)], [1.0], MultiTurnRL(beta=1.0), tok.pad_token_id)["kl"]
+        assert (kl > 1e-6) == positive and kl >= 0
 
 
 def tiny_roles(tmp_path, tiny_lm_dir):

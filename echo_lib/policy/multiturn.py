@@ -136,19 +136,17 @@ def policy_update(model, batch: list[tuple[list[int], list[int]]], advantages: l
     loss_sum, kl_sum = 0.0, 0.0
     for start in range(0, len(batch), params.micro_batch):
         part = batch[start:start + params.micro_batch]
-        adv = torch.tensor(advantages[start:start + params.micro_batch])
         width = max(len(ids) for ids, _ in part)
         ids = torch.tensor([i + [pad_id] * (width - len(i)) for i, _ in part])
-        mask = torch.tensor([m + [0] * (width - len(m)) for _, m in part], dtype=torch.float32)
         attn = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in part])
-        logp = token_logprobs(model, ids, attn)                     # [B, width - 1]: log p(token t+1)
-        target = mask[:, 1:]
-        loss = -(adv[:, None] * logp * target).sum() / n_tokens
+        picked = torch.tensor([m[1:] + [0] * (width - len(m)) for _, m in part], dtype=torch.bool)   # t scores t + 1
+        adv = torch.tensor(advantages[start:start + params.micro_batch])[:, None].expand_as(picked)[picked]
+        logp = token_logprobs(model, ids, attn, picked)
+        loss = -(adv * logp).sum() / n_tokens
         if params.beta > 0:
             with torch.no_grad(), model.disable_adapter():
-                ref = token_logprobs(model, ids, attn)
-            d = ref - logp
-            kl = ((torch.exp(d) - d - 1) * target).sum() / n_tokens
+                d = token_logprobs(model, ids, attn, picked) - logp
+            kl = (torch.exp(d) - d - 1).sum() / n_tokens
             loss = loss + params.beta * kl
             kl_sum += float(kl.detach())
         loss.backward()
@@ -156,11 +154,16 @@ def policy_update(model, batch: list[tuple[list[int], list[int]]], advantages: l
     return {"loss": loss_sum, "kl": kl_sum if params.beta > 0 else None}
 
 
-def token_logprobs(model, ids, attn):
-    """log p of each next token (position t scores token t + 1)."""
+def token_logprobs(model, ids, attn, picked):
+    """log p of the picked next tokens (`picked[:, t]`: position t scores token t + 1), flattened. The LM head
+    runs on those positions only: a turn's reply is a few dozen of its hundreds of tokens, and the head (49k x 576
+    for SmolLM2) over every position was most of the update's time and memory."""
     import torch
-    logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, :-1].float()
-    return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = getattr(base, base.base_model_prefix)   # LoRA layers sit inside it: the adapter still applies
+    hidden = backbone(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state[:, :-1]
+    logits = base.get_output_embeddings()(hidden[picked]).float()
+    return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:][picked][:, None]).squeeze(-1)
 
 
 def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], roles: SandboxRoles, reward: TurnReward,
