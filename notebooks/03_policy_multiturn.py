@@ -76,7 +76,7 @@ print(f"{mt.steps} steps x {mt.cases_per_step} cases x {mt.dialogues_per_case} d
 # %%
 record = epm_stage.run(cfg, variant)
 r = record["reward"]
-print(f"{record['steps']} steps in {record['seconds']:.0f} s ({record['seconds_per_step']:.0f} s/step), "
+print(f"{record['steps']} steps, {record['seconds_per_step']:.0f} s a step; this run {record['seconds']:.0f} s, "
       f"peak RSS {record['peak_rss_mb']} MB" + (f"; resumed at step {record['resumed_at']}" if record["resumed_at"] else ""))
 print(f"per-turn reward, first quarter of the steps {r['first_quarter']:.3f} -> last quarter {r['last_quarter']:.3f}: "
       f"difference {r['rise']:+.3f}, 95 % CI {r['rise_ci']} (Welch, over dialogues {r['dialogues']})")

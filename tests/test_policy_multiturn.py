@@ -236,3 +236,4 @@ def test_one_case_played_side_by_side_draws_apart_by_its_seed(tmp_path, tiny_lm_
     side = [talk(c) for c in play([sc, sc, sc], players, run, epm, progress=False, seeds=[0, 1, 0])]
     alone = talk(play([sc], players, run, epm, progress=False)[0])
     assert side[0] == side[2] == alone and side[1] != side[0]
+

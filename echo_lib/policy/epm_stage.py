@@ -126,7 +126,9 @@ def run(cfg, name: str, progress: bool = True) -> dict:
     fig.savefig(paths.figure, dpi=150, bbox_inches="tight")
     record = {"variant": variant, "model": name, "rl_seed": cfg.seed + rl_seed, "scale": cfg.scale,
               "policy_base": cfg.roles.policy, "steps": trained.steps, "resumed_at": trained.resumed_at,
-              "seconds": round(trained.seconds, 1), "seconds_per_step": round(trained.seconds / max(trained.steps, 1), 2),
+              # this call's seconds (a resumed run's cover its last steps only) and every step's, from the log
+              "seconds": round(trained.seconds, 1),
+              "seconds_per_step": round(sum(r["step_time"] for r in trained.rows) / max(len(trained.rows), 1), 1),
               "peak_rss_mb": round(trained.peak_rss_mb), "cases": [c.id for c in training_cases(cfg)],
               "reward": reward_rise(paths.dir, trained.rows), "final": trained.rows[-1] if trained.rows else None,
               "winrate": summary, "greedy": greedy, "heldout_prompts": len(heldout),
