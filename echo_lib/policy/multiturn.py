@@ -159,10 +159,9 @@ def token_logprobs(model, ids, attn, picked):
     runs on those positions only: a turn's reply is a few dozen of its hundreds of tokens, and the head (49k x 576
     for SmolLM2) over every position was most of the update's time and memory."""
     import torch
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    backbone = getattr(base, base.base_model_prefix)   # LoRA layers sit inside it: the adapter still applies
-    hidden = backbone(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state[:, :-1]
-    logits = base.get_output_embeddings()(hidden[picked]).float()
+
+    from echo_lib.rewards.train import picked_logits
+    logits = picked_logits(model, ids, attn, picked).float()
     return torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:][picked][:, None]).squeeze(-1)
 
 
@@ -196,6 +195,7 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
     if done:
         log.info("resuming multi-turn RL at step %d of %d (%s)", done + 1, mt.steps, out)
     schedule = case_schedule(len(cases), mt, seed)
+    end_id = end_of_turn(model, tok)
     for step in tqdm(range(done + 1, mt.steps + 1), desc="multi-turn RL", disable=not progress,
                      initial=done, total=mt.steps):
         t_step = time.perf_counter()
@@ -206,7 +206,7 @@ def train_in_sandbox(base: TrainBase | str | Path, cases: Sequence[Scenario], ro
         batch = StepBatch.of(played, reward, roles.companion_prompt, run, mt, step)
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        stats = policy_update(model, batch.tokens(tok, end_of_turn(model, tok)), batch.flat_advantages, mt,
+        stats = policy_update(model, batch.tokens(tok, end_id), batch.flat_advantages, mt,
                               tok.pad_token_id)
         optimizer.step()
         backend.forget()   # keys and values kept from the old weights are stale
