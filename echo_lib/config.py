@@ -37,6 +37,7 @@ from echo_lib.paths import project_root
 from echo_lib.provenance import RunRecord
 from echo_lib.judges.params import JudgeSensitivityParams
 from echo_lib.nee.params import NEEParams
+from echo_lib.sycophancy.params import SycophancyParams
 from echo_lib.policy.params import PolicyParams, trained_models
 from echo_lib.report.params import PaperParams
 from echo_lib.controls.params import ControlParams
@@ -113,6 +114,7 @@ class RunConfig:
     sandbox_run: SandboxRunParams
     policy: PolicyParams
     nee: NEEParams
+    sycophancy: SycophancyParams
     judges: JudgeSensitivityParams
     paper: PaperParams
     raw: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
@@ -570,6 +572,11 @@ def _run_problems(cfg: dict) -> list[str]:
         if missing:
             problems.append(f"key 'sandbox.case_ids' names {', '.join(map(repr, missing))}, which the own case set "
                             f"does not have ({own}); allowed: the file names there, e.g. own_001")
+    syc = cfg["sycophancy"]
+    if syc["enabled"] and syc["reference_model"] not in sandbox["models"]:
+        problems.append(f"key 'sycophancy.reference_model' is {syc['reference_model']!r}, which is not in "
+                        f"'sandbox.models' ({', '.join(sandbox['models'])}); the guard compares every model with it: "
+                        "name one of them")
     policy = cfg["policy"]
     if policy["anchor"] == "policy_median" and not policy["hard_filter"]["enabled"]:
         problems.append("key 'policy.anchor' is policy_median but 'policy.hard_filter.enabled' is false; the "

@@ -137,6 +137,27 @@ class NEEFiles:
     figure = property(lambda self: self.dir / "fig_nee.png")
 
 
+@dataclass(frozen=True)
+class SycophancyFiles:
+    """Stage 06b, the sycophancy guard (opt-in): the seeker dialogues, their agreement levels and EMPA's
+    perturbation checks, per model under test."""
+    dir: Path
+    summary = property(lambda self: self.dir / "summary.json")
+    table = property(lambda self: self.dir / "summary.csv")
+    paired = property(lambda self: self.dir / "paired.csv")
+    agreement = property(lambda self: self.dir / "agreement.csv")
+    controls = property(lambda self: self.dir / "controls.csv")
+    figure = property(lambda self: self.dir / "fig_sycophancy.png")
+
+    def seekers(self, model: str) -> Path:
+        """One model's seeker dialogues: stage 04's result files and summary.json (not declared: resumable)."""
+        return self.dir / "seekers" / model
+
+    def checks(self, model: str) -> Path:
+        """EMPA's checks on one model's stage-04 dialogues (echo_lib.epm.robustness's files)."""
+        return self.dir / "checks" / model
+
+
 # Every file stage 07 writes into the paper folder: rule paper declares them as outputs, paper/main.tex uses
 # them, and a test checks that the two agree.
 PAPER_TABLES = ("judge_sensitivity", "main_results", "sandbox_differences", "seed_spread", "nee_dimensions",
@@ -235,6 +256,10 @@ class Layout:
     @property
     def nee(self) -> NEEFiles:
         return NEEFiles(self.run / "nee")
+
+    @property
+    def sycophancy(self) -> SycophancyFiles:
+        return SycophancyFiles(self.run / "sycophancy")
 
     def paper(self, folder: str | Path | None = None) -> PaperFiles:
         """Stage 07's folder: paper.dir where the config names one (the tiny run: the repository's paper/)."""

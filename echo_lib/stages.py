@@ -45,6 +45,8 @@ class DagShape:
     judge_bank: str | None             # judges.train.bank_file, when the judge is trained
     data_files: tuple[str, ...]        # stage 01's authored inputs (axioms, contrast bank, HITL verdicts)
     scenarios: tuple[str, ...]         # the own scenario set's files
+    sycophancy: bool                   # sycophancy.enabled: rule sycophancy runs (opt-in)
+    seekers: tuple[str, ...]           # the seeker cases' files (what rule sycophancy plays)
     empa_cases: tuple[str, ...]        # EMPA's layout.json, when the sandbox reads the fetched EMPA cases
     published_runs: tuple[str, ...]    # what rule epm_published reads: a folder named by hand, or EMPA's layout.json
     paper_dir: str                     # where stage 07 writes (report.params.paper_dir)
@@ -69,6 +71,7 @@ class DagShape:
             judge_bank=cfg.judges.train.bank_file if cfg.judges.train.enabled else None,
             data_files=(data.empathy.axioms_file, data.empathy.contrast.bank_file, *data.hitl.verdicts),
             scenarios=tuple(sorted(glob.glob("data/scenarios/own/*.yaml"))),
+            sycophancy=cfg.sycophancy.enabled, seekers=tuple(sorted(glob.glob("data/scenarios/seeker/*.yaml"))),
             empa_cases=(empa_layout,) if cfg.sandbox.case_set == "empa" and not cfg.sandbox.empa_dir else (),
             published_runs=((cfg.published.empa_results or empa_layout,) if with_published else ()),
             paper_dir=paper, paper_files=Layout(cfg.run_dir).paper(paper).outputs(pdf=cfg.paper.build_pdf))
@@ -212,6 +215,16 @@ def _nee_files(s: DagShape, _):
              "pairwise": n.pairwise, "paired": n.paired, "agreement": n.agreement, "order": n.order})
 
 
+def _sycophancy_files(s: DagShape, _):
+    y = s.layout.sycophancy
+    # every model plays the seeker cases as in stage 04 (the trained variants once written); EMPA's checks read
+    # its stage-04 dialogues; the table sets stage 05's EPM-Q beside the seekers'
+    tested = [f for m in s.sandbox_models if m in s.variants for f in s.variant_weights(m)]
+    return ({"manifest": s.layout.models.manifest, "seekers": list(s.seekers), "summaries": _summaries(s),
+             "epm": [s.layout.epm.intervals], "adapter": tested, "judges": s.layout.judges.record},
+            {"summary": y.summary, "table": y.table, "paired": y.paired, "figure": y.figure})
+
+
 def paper_inputs(s: DagShape) -> dict[str, list[Path]]:
     """Every stage output the paper reads (notebook 07 fails on any that is missing)."""
     L = s.layout
@@ -266,6 +279,11 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     _stage("epm", "05_epm_analysis", EPM_READS, _epm_files),
     _stage("epm_published", "05_epm_analysis", EPM_READS, _epm_published_files, resources="epm",
            executed="05_epm_published"),
+    # the sycophancy guard (opt-in): the seeker cases through stage 04's loop, rated by the NEE panel, and EMPA's
+    # perturbation checks with the sandbox's judge
+    _stage("sycophancy", "06_sycophancy", ("sycophancy", "sandbox.models", "sandbox_run", "epm", *NEE_ASKING,
+                                           *MODEL_SECTIONS), _sycophancy_files,
+           loads=("policy", "judge", "actor", "director", "nee_judges")),
     _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
     _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "policy.seeds", "roles", "models", "scale",
                                        "reward_models"),
@@ -297,7 +315,7 @@ def loaded_models(config: dict, name: str) -> list[str] | None:
     for role in s.loads:
         named = config["roles"][role]
         names += named if isinstance(named, list) else [named]
-    return list(dict.fromkeys(names + (config["sandbox"]["models"] if name == "sandbox" else [])))
+    return list(dict.fromkeys(names + (config["sandbox"]["models"] if name in ("sandbox", "sycophancy") else [])))
 
 
 def stage_params(config: dict, name: str) -> dict:

@@ -41,7 +41,7 @@ SECTIONS = _default_sections()
 
 def test_the_sections_with_dataclass_defaults_are_the_params_blocks():
     assert set(SECTIONS) == {"llm", "epm", "reward_models", "controls", "sandbox_run", "policy", "nee", "judges",
-                             "paper"}
+                             "paper", "sycophancy"}
 
 
 @pytest.fixture(scope="module")

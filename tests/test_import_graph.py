@@ -3,7 +3,7 @@
 From the ground up:
     1 foundation     strict_yaml, paths, progress, stats, wheels, layout, rubric_version, provenance, finetune
     2 model layer    llm/*, embedded
-    3 domain layer   epm, scenarios, rewards, synthesis, sandbox, nee, policy, judges, controls, report (all but
+    3 domain layer   epm, scenarios, rewards, synthesis, sandbox, nee, policy, judges, controls, report, sycophancy (all but
                      their stage modules), empa_source
     4 config         config, config_docs
     5 stage layer    */stage.py, model_setup, models (the run's model registry), stages, upstream, notebook,
@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, int]] = [
     ("echo_lib.llm.*", 2),
     ("echo_lib.embedded", 2),
     *[(f"echo_lib.{pkg}{tail}", 3) for pkg in ("epm", "scenarios", "rewards", "synthesis", "sandbox", "nee",
-                                                 "policy", "judges", "controls", "report")
+                                                 "policy", "judges", "controls", "report", "sycophancy")
       for tail in ("", ".*")],
     ("echo_lib.empa_source", 3),
     *[(f"echo_lib.{mod}", 1) for mod in ("strict_yaml", "paths", "progress", "stats", "wheels", "layout",

@@ -62,7 +62,8 @@ def files_of(part) -> set[Path]:
 def layout_paths(layout: Layout, names: set[str]) -> set[Path]:
     """Every path the layout names for these kinds, variants and models."""
     out = set(layout.datasets()) | {layout.hitl_report, layout.llm_provenance}
-    for part in (layout.models, layout.controls, layout.judges, layout.epm, layout.epm_published, layout.nee):
+    for part in (layout.models, layout.controls, layout.judges, layout.epm, layout.epm_published, layout.nee,
+                 layout.sycophancy):
         out |= files_of(part)
     for name in names:
         policy = layout.policy(name)
@@ -80,7 +81,7 @@ def results(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("results")   # never written: the dry runs only name its paths
 
 
-# the opt-in overlay adds the epm variant (rule policy_multiturn) and a fourth model under test
+# the opt-in overlay adds the epm variant (rule policy_multiturn), a fourth model under test and rule sycophancy
 @pytest.mark.parametrize("configfile", ["config/ci.yaml", "config/default.yaml", "config/paper.yaml",
                                         "config/default.yaml config/multiturn.yaml"])
 def test_every_file_of_the_dag_is_a_layout_path_or_an_authored_file(configfile, results):

@@ -79,9 +79,15 @@ def code_fingerprint() -> str:
     return stable_hash([(m, (root / f"{m}.py").read_text(encoding="utf-8")) for m in PROMPT_MODULES], 16)
 
 
+def scenario_record(scenario) -> dict:
+    """The scenario block of a result file: the case's fields, without a seeker block it does not have (so an
+    own case's block and fingerprint are what they were before seeker cases existed)."""
+    return {k: v for k, v in dataclasses.asdict(scenario).items() if not (k == "seeker" and v is None)}
+
+
 def scenario_fingerprint(scenario) -> str:
     """The case's content (not where its file lies): an edited scenario is played again."""
-    return stable_hash({k: v for k, v in dataclasses.asdict(scenario).items() if k != "source"}, 16)
+    return stable_hash({k: v for k, v in scenario_record(scenario).items() if k != "source"}, 16)
 
 
 def case_fingerprints(meta: RunMeta, scenario) -> dict:
@@ -151,7 +157,7 @@ def case_run(c: CaseState, meta: RunMeta) -> CaseRun:
         rubrics=[Rubric.from_judge(v.details) for v in c.verdicts], eval_turns=list(c.eval_turns),
         total_turns=c.ending.turn, termination_reason=c.ending.text,
         judge_failed=[not v.ok for v in c.verdicts], history=history_block(c),
-        scenario=dataclasses.asdict(c.scenario), roles=dict(meta.roles),
+        scenario=scenario_record(c.scenario), roles=dict(meta.roles),
         judge_details=[v.details for v in c.verdicts],
         iedr_details={"filled_iedr": iedr | {"_detailed": c.iedr.details},
                       "source": c.iedr.details.get("iedr_source", "judge")})   # read-out heads, when they answered

@@ -63,8 +63,9 @@ def model_dir(cfg, model: str) -> Path:
 
 
 def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Path | None = None,
-                progress: bool | None = None) -> SandboxReport:
-    """Play every case of the config (sandbox:) against `model` with the roles of `roles:`.
+                progress: bool | None = None, cases=None) -> SandboxReport:
+    """Play every case of the config (sandbox:) against `model` with the roles of `roles:`; `cases` (a
+    scenarios.CaseSelection) plays those instead (the sycophancy stage's seeker cases).
 
     `llms` maps model names to ready LLM objects (tests pass fakes); other names load from the run's model
     registry, each once, so one model playing several roles loads its weights once."""
@@ -97,7 +98,7 @@ def run_sandbox(cfg, model: str, *, llms: dict | None = None, out_dir: str | Pat
     meta = RunMeta(model=model, roles=names, models=specs, params=p, epm=epm, seed=cfg.seed, judge_mode=judge.mode,
                    config_hash=cfg.hash, fingerprints={"models": identities, "code": code_fingerprint()})
 
-    selection = select_cases(cfg.sandbox, cfg.empa, cfg.seed)
+    selection = cases or select_cases(cfg.sandbox, cfg.empa, cfg.seed)
     unrecorded: dict[str, str] = {}     # case id -> why neither its result nor its error file could be written
     for bad in selection.invalid:
         log.warning("case %s cannot be used: %s", bad.case_id, bad.error)

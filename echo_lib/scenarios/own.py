@@ -16,6 +16,9 @@ from echo_lib.paths import project_root
 from echo_lib.scenarios.schema import NEED_KEYS, STAGE_KINDS, Scenario, ScenarioError, scenario_from_dict
 
 OWN_DIR = Path("data") / "scenarios" / "own"
+# the seeker cases (issue 37's sycophancy guard): own-format cases whose user wants agreement with a false or
+# harmful belief, named in their `seeker:` block
+SEEKER_DIR = Path("data") / "scenarios" / "seeker"
 
 
 def own_dir() -> Path:
@@ -55,6 +58,26 @@ def load_own_file(path: str | Path) -> Scenario:
                             f"is not High although labels.dominant_axis is {sc.labels.dominant_axis}",
                             "make the dominant axis's need High, or change the dominant axis")
     return sc
+
+
+def seeker_dir() -> Path:
+    return project_root() / SEEKER_DIR
+
+
+def load_seeker_file(path: str | Path) -> Scenario:
+    """One seeker case: an own case (the same schema and house rules) with its `seeker:` block."""
+    sc = load_own_file(path)
+    if sc.seeker is None:
+        raise ScenarioError(str(path), "seeker", "is missing",
+                            "add seeker: {belief: ..., kind: false|harmful, why: ...}; a case without one belongs "
+                            f"in {OWN_DIR}")
+    return sc
+
+
+def load_seekers(folder: str | Path | None = None) -> list[Scenario]:
+    """All seeker cases, sorted by id; raises on the first invalid file."""
+    folder = Path(folder) if folder else seeker_dir()
+    return [load_seeker_file(p) for p in own_files(folder)]
 
 
 def own_files(folder: str | Path | None = None) -> list[Path]:

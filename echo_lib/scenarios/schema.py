@@ -105,6 +105,19 @@ class Labels:
     difficulty: str           # one of DIFFICULTIES
 
 
+SEEKER_KINDS = ("false", "harmful")   # a belief that is untrue, or one that would hurt the person or others
+
+
+@dataclass(frozen=True)
+class Seeker:
+    """A seeker case's belief (data/scenarios/seeker/): what the user wants the companion to agree with, and
+    why agreeing would fail them. Only the sycophancy rater reads it; the Actor pushes the belief through the
+    topic, trigger and openings."""
+    belief: str               # in the user's terms: "I should stop my blood-pressure pills, I feel fine"
+    kind: str                 # one of SEEKER_KINDS
+    why: str                  # why a caring companion would not endorse it
+
+
 @dataclass(frozen=True)
 class Scenario:
     id: str
@@ -123,6 +136,7 @@ class Scenario:
     language: str = "en"                 # en (own set) or zh (EMPA)
     source: str = ""                     # the file it came from
     distance: float | None = None        # |P0| when the benchmark lists it (EMPA); None for own cases
+    seeker: Seeker | None = None         # a seeker case's belief (the seeker set only)
 
     def case_meta(self) -> CaseMeta:
         """The labels the EPM slices by (domain, difficulty, axis, threshold, need priorities)."""
@@ -200,7 +214,7 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
     r = _Reader(source)
     d = r.node(data, "(top level)")
     unknown = sorted(map(str, set(d) - {"id", "persona", "threshold", "topic", "needs", "priorities", "experiences",
-                               "situation", "story", "labels", "dislikes", "openings"}))   # keys of any type
+                               "situation", "story", "labels", "dislikes", "openings", "seeker"}))   # keys of any type
     if unknown:
         r.fail(unknown[0], "is not a scenario field", "remove it or fix its spelling")
 
@@ -259,9 +273,16 @@ def scenario_from_dict(data: Any, source: str, language: str = "en",
 
     dislikes = r.texts(d, "dislikes", "write a list of short texts, one response style each")
     openings = r.texts(d, "openings", "write a list of first messages, each a text in the user's own words")
+    seeker = None
+    if d.get("seeker") is not None:
+        sk = r.mapping(d, "seeker", keys=("belief", "kind", "why"))
+        if isinstance(sk.get("kind"), bool):    # YAML reads a bare false as the boolean
+            r.fail("seeker.kind", f"is the boolean {sk['kind']!r}", 'quote it: kind: "false" (or kind: harmful)')
+        seeker = Seeker(belief=" ".join(r.text(sk, "belief", "seeker.").split()),
+                        kind=r.choice(sk, "kind", "seeker.", SEEKER_KINDS), why=" ".join(r.text(sk, "why", "seeker.").split()))
 
     return Scenario(id=case_id, persona=persona, threshold=threshold, topic=r.text(d, "topic"), needs=needs,
                     priorities=priorities, experiences=experiences, situation=situation, story=story,
                     labels=labels, dislikes=tuple(x.strip() for x in dislikes),
                     openings=tuple(" ".join(x.split()) for x in openings), language=language,
-                    source=source, distance=distance)
+                    source=source, distance=distance, seeker=seeker)
