@@ -79,9 +79,12 @@ def run(cfg, llms: dict | None = None, progress: bool | None = None) -> dict:
         return loaded[name]
 
     cases = seeker_cases(cfg)
-    for m in models:   # stage 04's own loop, resumable case by case
-        run_sandbox(cfg, m, llms=loaded, out_dir=out.seekers(m), progress=progress, cases=cases)
-        llm(m)
+    roles = [cfg.roles.actor, cfg.roles.judge, cfg.roles.director, *cfg.roles.nee_judges]
+    for m in models:   # stage 04's own loop, resumable case by case; one model under test in memory at a time
+        ready = {n: llm(n) for n in dict.fromkeys([*roles, m])}
+        run_sandbox(cfg, m, llms=ready, out_dir=out.seekers(m), progress=progress, cases=cases)
+        if m not in roles and m not in (llms or {}):
+            loaded.pop(m)
     seekers = {m: read_played(out.seekers(m))[0] for m in models}
     blind = blinder_for(cfg)
     judges = list(cfg.roles.nee_judges)
