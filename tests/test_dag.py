@@ -57,6 +57,9 @@ def test_positive_controls_learn(ci_run):
     assert abs(record["genrm_shuffled"]["accuracy"] - 0.5) <= 0.10, "the label-shuffle twin must stay at chance"
     grpo = record["grpo"]
     assert grpo["reward_last_quarter"] - grpo["reward_first_quarter"] >= 0.30, grpo["rewards"]
+    # the multi-turn trainer (echo_lib.policy.multiturn) through the sandbox loop on a per-turn rule (config/ci.yaml)
+    mt = record["multiturn"]
+    assert mt["steps"] == 8 and mt["reward_last_quarter"] - mt["reward_first_quarter"] >= 0.30, mt["rewards"]
     assert all(record["passed"].values())
     assert (run_dir / "controls" / "controls.png").stat().st_size > 0
 

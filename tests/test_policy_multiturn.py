@@ -176,7 +176,7 @@ def test_an_untrained_adapter_fails_loudly(tmp_path, tiny_lm_dir):
     model.save_pretrained(tmp_path / "adapter")
     with pytest.raises(RuntimeError, match="never moved"):
         check_adapter(tmp_path / "adapter")
-    with pytest.raises(RuntimeError, match="no adapter weights"):
+    with pytest.raises(RuntimeError, match="holds no saved weights"):
         check_adapter(tmp_path / "none")
 
 

@@ -344,11 +344,13 @@ def resume_point(ckpt: Path, settings: dict) -> int:
 
 
 def check_adapter(adapter: Path) -> None:
-    """Fail loudly when training left no usable adapter (no file, or every LoRA B matrix still zero)."""
+    """Fail loudly when training left no usable adapter: no weights or empty tensors (finetune.check_saved), or
+    every LoRA B matrix still zero."""
     from safetensors.torch import load_file
+
+    from echo_lib.finetune import check_saved
+    check_saved(adapter)
     weights = adapter / "adapter_model.safetensors"
-    if not weights.exists():
-        raise RuntimeError(f"multi-turn RL left no adapter weights at {weights}")
     tensors = load_file(str(weights))
     if not any(float(t.abs().max()) > 0 for k, t in tensors.items() if "lora_B" in k):
         raise RuntimeError(f"multi-turn RL: every LoRA B matrix in {weights} is zero; the policy never moved")
