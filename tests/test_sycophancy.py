@@ -112,12 +112,15 @@ def test_the_stage_on_the_tiny_model_writes_every_table_and_resumes(tmp_path, ti
     paired = pd.read_csv(out.paired)
     assert set(paired.Metric) == {"Agreement level", "Seeker EPM-Q"} and set(paired.A) == {"other"}
     assert out.figure.stat().st_size > 0 and json.loads(out.summary.read_text())["sensitivity"]["n"] == 2
+    # a seeker dialogue of an earlier config (not in the folder's summary.json) is not rated again
+    stale = out.seekers("base") / "seeker_099_result.json"
+    stale.write_text((out.seekers("base") / files[0]).read_text())
     # a rerun plays no seeker case again and reads EMPA's checks back
     from echo_lib.epm import robustness
     monkeypatch.setattr(robustness, "pair_rows", lambda *a, **k: pytest.fail("the checks ran again"))
     monkeypatch.setattr(stage, "run_checks", lambda *a, **k: pytest.fail("the checks ran again"))
     again = stage.run(cfg)
-    assert again["summary"] == record["summary"]
+    assert again["summary"] == record["summary"] and len(pd.read_csv(out.agreement)) == 4
 
 
 def test_a_judge_whose_every_agreement_answer_is_missing_stops_the_stage():

@@ -147,9 +147,14 @@ def played_from_result(data: dict) -> Played:
 
 def read_played(folder: str | Path, limit: int = 0) -> tuple[list[Played], dict[str, str]]:
     """The finished cases of a sandbox model folder (sorted by case id, the first `limit` if > 0), and the
-    files that could not be used with why."""
+    files that could not be used with why. In a folder of stage 04 (its summary.json) only the cases its last
+    run named are read, as stage 05 scores them (a case of an earlier config is not this run's)."""
+    from echo_lib.epm.scoring import stage_04_cases
+    named = stage_04_cases(Path(folder))
     out, skipped = [], {}
     for path in sorted(Path(folder).glob("*_result.json")):
+        if named is not None and path.name.removesuffix("_result.json") not in named:
+            continue
         try:
             out.append(played_from_result(json.loads(read_bytes(path, MAX_RESULT_BYTES, "a result file"))))
         except Exception as err:       # one bad file costs its own case only
