@@ -161,7 +161,8 @@ class SycophancyFiles:
 # Every file stage 07 writes into the paper folder: rule paper declares them as outputs, paper/main.tex uses
 # them, and a test checks that the two agree.
 PAPER_TABLES = ("judge_sensitivity", "main_results", "sandbox_differences", "seed_spread", "nee_dimensions",
-                "rm_accuracy", "rl_winrate", "empa_replay", "macros")
+                "rm_accuracy", "rl_winrate", "empa_replay", "sycophancy_guard", "sycophancy_checks",
+                "sycophancy_differences", "macros")
 PAPER_FIGURES = ("epm_outcomes", "epm_indices", "epm_case_heatmap", "rm_accuracy", "rl_curves")
 PAPER_CLAIMS = ("claims.md", "claims.tex", "claims.csv")
 

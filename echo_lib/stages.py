@@ -230,7 +230,8 @@ def paper_inputs(s: DagShape) -> dict[str, list[Path]]:
     L = s.layout
     return {"sensitivity": [L.judges.record], "epm": L.epm.tables(), "nee": [L.nee.summary, L.nee.paired, L.nee.agreement],
             "rm": [L.rm(k).metrics for k in RM_KINDS],
-            "policy": [f for v in s.variants for f in (L.policy(v).train_log, L.policy(v).winrate)]}
+            "policy": [f for v in s.variants for f in (L.policy(v).train_log, L.policy(v).winrate)],
+            "sycophancy": [L.sycophancy.summary, L.sycophancy.table, L.sycophancy.paired] if s.sycophancy else []}
 
 
 def _paper_files(s: DagShape, _):
@@ -286,7 +287,7 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
            loads=("policy", "judge", "actor", "director", "nee_judges")),
     _stage("nee", "06_nee_panel", ("nee", "sandbox.models", *MODEL_SECTIONS), _nee_files, loads=("nee_judges",)),
     _stage("paper", "07_paper", ("paper", "nee.composite_weight", "policy.variants", "policy.seeds", "roles", "models", "scale",
-                                       "reward_models"),
+                                       "reward_models", "sycophancy.enabled"),
            _paper_files),
 )}
 

@@ -168,6 +168,28 @@ write_table(replay, tables, "empa_replay", column_format="lrrrrrr", formats={"Su
 print("EMPA published runs:", published if published.is_file() else "not available in this checkout")
 
 # %% [markdown]
+# ## The sycophancy guard (stage 06b, opt-in)
+# With `sycophancy.enabled` (config/multiturn.yaml): each model's share of seeker dialogues (a user who wants
+# agreement with a false or harmful belief) that the judge panel rated as agreeing, beside the seeker dialogues'
+# EPM-Q and stage 05's; the paired differences against the reference model; and whether the instruments see
+# flattery at all: the panel's agreement check and EMPA's perturbation checks, beside EMPA's reported values.
+# Without the guard the three tables are empty and main.tex says the guard did not run.
+
+# %%
+guard_on = cfg.sycophancy.enabled
+guard_record = inputs.read_sycophancy(layout.sycophancy.summary) if guard_on else None
+guard = paper_tables.sycophancy_guard(inputs.read_csv(layout.sycophancy.table, inputs.SYCOPHANCY_SUMMARY)
+                                      if guard_on else pd.DataFrame(columns=inputs.SYCOPHANCY_SUMMARY))
+write_table(guard, tables, "sycophancy_guard", wrap_headers=True)
+guard_checks = paper_tables.sycophancy_checks(guard_record)
+write_table(guard_checks, tables, "sycophancy_checks", formats={"Negative (%)": "{:.1f}".format}, wrap_headers=True)
+guard_paired = paper_tables.sandbox_differences(inputs.read_csv(layout.sycophancy.paired, inputs.PAIRED)
+                                                if guard_on else pd.DataFrame(columns=inputs.PAIRED))
+write_table(guard_paired, tables, "sycophancy_differences", wrap_headers=True)
+display(guard_checks)
+guard
+
+# %% [markdown]
 # ## Claims: reported beside measured
 
 # %%
@@ -191,6 +213,7 @@ write_macros({
     "NEEAlpha": None if alpha is None else f"{float(alpha):.3f}",
     "MaxCases": int(epm["Cases"].max()), "RLSteps": max(int(pd.to_numeric(log["step"]).max()) for log in logs.values()),
     "EMPAReplay": "yes" if not replay.empty else "no",
+    "SycophancyGuard": "yes" if guard_on else "no", "EPMVariant": "yes" if "epm" in variants else "no",
     "NEEDimensions": len(dims), "CompositeWeight": f"{cfg.nee.composite_weight:g}",
     "SeedCount": len(cfg.policy.seeds),
     "RMRecipe": reward_model_recipe(cfg.reward_models),   # section 2 describes the run's own recipe

@@ -169,11 +169,11 @@ def built_paper(tmp_path_factory):
     from echo_lib.notebook import run_notebook
 
     tmp = tmp_path_factory.mktemp("paper_pdf")
-    make_run(tmp / "ci")
+    make_run(tmp / "ci", sycophancy=True)   # the guard's section and tables too (the ci DAG's paper: without)
     paper = tmp / "paper"
     config = validate({**yaml.safe_load((ROOT / "config" / "ci.yaml").read_text()), "results_dir": str(tmp),
                        "sandbox": {"models": ["base", "echo", "scalar"], "case_set": "own", "max_cases": 2},
-                       "paper": {"dir": str(paper), "build_pdf": True}})
+                       "sycophancy": {"enabled": True}, "paper": {"dir": str(paper), "build_pdf": True}})
     run_notebook("notebooks/07_paper.py", tmp / "07.ipynb", {"config": config, "paper_dir": str(paper)})
     return paper, latex.read_log(paper)
 
@@ -189,8 +189,8 @@ def test_the_pdf_reads_back_as_the_runs_tables_figures_and_macros(built_paper):
     assert readback.check_paper(paper) == []
     assert log.pages and log.pages >= 6 and not log.errors
     text = readback.pdf_text(paper / "main.pdf")
-    for heading in ("Abstract", "Introduction", "Method", "Experimental set-up", "Results",
-                    "Reported beside measured", "Limitations", "References"):
+    for heading in ("Abstract", "Introduction", "Method", "Experimental set-up", "Results", "The sycophancy guard",
+                    "EMPA (reported)", "Reported beside measured", "Limitations", "References"):
         assert heading in text, heading
     assert "Reported" in text and "(published)" in text and "135M" in text    # the tiny scale is said plainly
 
@@ -246,3 +246,29 @@ def test_a_sentence_across_a_page_break_reads_as_one():
     flat = _plain(running_text(text))
     assert "(0 of 6 reached 1)" in flat and "of page 12 is next" in flat
     assert "10" not in flat and "11" not in flat
+
+
+@pytest.mark.slow
+def test_the_multiturn_overlays_paper_sets_the_epm_variant_and_the_guard_beside_the_others(tmp_path):
+    """config/multiturn.yaml's run: four models, the epm variant's per-turn log, the guard; the PDF reads back."""
+    require_paper_toolchain()
+    from echo_lib.config import validate
+    from echo_lib.notebook import run_notebook
+
+    models, variants = ("base", "echo", "scalar", "epm"), ("echo", "scalar", "epm")
+    make_run(tmp_path / "ci", models=models, variants=variants, sycophancy=True)
+    paper = tmp_path / "paper"
+    config = validate({**yaml.safe_load((ROOT / "config" / "ci.yaml").read_text()), "results_dir": str(tmp_path),
+                       "policy": {"variants": list(variants)},
+                       "sandbox": {"models": list(models), "case_set": "own", "max_cases": 2},
+                       "sycophancy": {"enabled": True}, "paper": {"dir": str(paper), "build_pdf": True}})
+    run_notebook("notebooks/07_paper.py", tmp_path / "07.ipynb", {"config": config, "paper_dir": str(paper)})
+    assert readback.check_paper(paper) == []
+    main = pd.read_csv(paper / "tables" / "main_results.csv")
+    assert set(main["Model"]) == set(models)
+    pairs = set(pd.read_csv(paper / "tables" / "sandbox_differences.csv")["Comparison"])
+    assert {"epm - base", "echo - epm", "scalar - epm"} <= pairs
+    assert set(pd.read_csv(paper / "tables" / "rl_winrate.csv")["Variant"]) == set(variants)
+    assert set(pd.read_csv(paper / "tables" / "sycophancy_guard.csv")["Model"]) == set(models)
+    text = readback.pdf_text(paper / "main.pdf")
+    assert "A third variant, epm" in text and "The sycophancy guard" in text

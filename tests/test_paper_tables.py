@@ -233,3 +233,34 @@ def test_sandbox_differences_from_ten_cases_print_the_interval_and_a_verdict():
     assert paper_tables.sandbox_differences(same).iloc[0]["95% CI"] == "no spread: every case gave the same difference"
 
 
+
+
+def test_the_guard_tables_set_each_models_rate_beside_its_epmq_and_the_checks_beside_empas_reported(tmp_path):
+    run = make_run(tmp_path / "ci", sycophancy=True) / "sycophancy"
+    guard = paper_tables.sycophancy_guard(inputs.read_csv(run / "summary.csv", inputs.SYCOPHANCY_SUMMARY))
+    assert list(guard["Model"]) == ["base", "echo", "scalar"] and set(guard["Seeker cases"]) == {10}
+    assert list(guard["Sycophancy rate"]) == [0.0, 1.0, 0.0]            # echo's levels (3.5 ...) pass the 3.0 threshold
+    assert list(guard["EPM-Q (stage 05)"]) == [21.25, 61.75, 40.5]       # stage 05's, beside the seekers' own
+    assert guard["95% CI"].iloc[1] == "[0.66, 1.00]"
+    checks = paper_tables.sycophancy_checks(inputs.read_sycophancy(run / "summary.json"))
+    assert checks.iloc[0]["Check"] == paper_tables.PANEL_CHECK and checks.iloc[0]["Mean difference"] < 0
+    assert checks.iloc[0]["Model"] == "tiny_judge" and checks.iloc[0]["95% CI"].startswith("[")
+    ours = checks[checks["Model"] != paper_tables.REPORTED_ROW].iloc[1:]
+    assert len(ours) == 6 and set(ours["95% CI"]) == {"n too small (n = 6)"} and set(ours["n"]) == {6}
+    reported = checks[checks["Model"] == paper_tables.REPORTED_ROW]   # EMPA's numbers only in rows labelled so
+    assert list(reported["n"]) == [98, 251] and list(reported["Mean difference"]) == [-4.36, -1.22]
+    assert -4.36 not in set(ours["Mean difference"])
+    paired = paper_tables.sandbox_differences(inputs.read_csv(run / "paired.csv", inputs.PAIRED))
+    assert set(paired["Comparison"]) == {"echo - base", "scalar - base"}
+    assert set(paired["Metric"]) == {"Agreement level", "Seeker EPM-Q"}
+
+
+def test_without_the_guard_its_tables_are_empty_and_a_summary_without_its_keys_names_the_stage(tmp_path):
+    assert paper_tables.sycophancy_checks(None).empty
+    assert paper_tables.sycophancy_guard(pd.DataFrame(columns=inputs.SYCOPHANCY_SUMMARY)).empty
+    assert paper_tables.sandbox_differences(pd.DataFrame(columns=inputs.PAIRED)).empty
+    bad = tmp_path / "sycophancy" / "summary.json"
+    bad.parent.mkdir()
+    bad.write_text('{"judges": ["j"]}')
+    with pytest.raises(inputs.PaperInputError, match=r"lacks key\(s\) sensitivity, checks, params.*stage 06b"):
+        inputs.read_sycophancy(bad)

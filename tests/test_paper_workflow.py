@@ -115,6 +115,9 @@ def test_notebook_writes_every_paper_file_from_a_run(tmp_path):
     assert list(judges["95% CI"])[1:4] == ["[0.92, 1.00]", "[0.22, 0.53]", "[0.75, 0.97]"]
     macros = (paper / "tables" / "macros.tex").read_text()
     assert r"\newcommand{\RunScale}{tiny}" in macros and r"\newcommand{\NEEAlpha}{0.412}" in macros
+    assert r"\newcommand{\SycophancyGuard}{no}" in macros and r"\newcommand{\EPMVariant}{no}" in macros
+    for name in ("sycophancy_guard", "sycophancy_checks", "sycophancy_differences"):   # the guard did not run
+        assert pd.read_csv(paper / "tables" / f"{name}.csv").empty, name
     assert "Reported (published)" in (paper / "claims.md").read_text()
     assert run_dir.is_dir()
     text = readme.read_text()

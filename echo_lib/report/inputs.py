@@ -20,9 +20,13 @@ NEE_SUMMARY = ["model", "nee", "nee_ci_low", "nee_ci_high", "nee_ci_method", "ne
 TRAIN_LOG = ["step", "reward"]
 WINRATE = ["variant", "judge", "judge_model", "n", "wins", "ties", "losses", "win_rate", "ci_low", "ci_high"]
 RM_METRICS = ["accuracy", "majority_baseline", "parse_failure_rate"]
+SYCOPHANCY_SUMMARY = ["Model", "Seeker cases", "Sycophancy rate", "Rate CI", "Agreement level", "Seeker EPM-Q",
+                      "Seeker EPM-Q CI", "EPM-Q (stage 05)"]
+SYCOPHANCY_RECORD = ["judges", "sensitivity", "checks", "params"]
 
 WRITER = {"epm": "stage 05 (notebooks/05_epm_analysis.py)", "nee": "stage 06 (notebooks/06_nee_panel.py)",
-          "policy": "stage 03 (notebooks/03_policy_rl.py)", "rm": "stage 02 (notebooks/02_reward_models.py)"}
+          "policy": "stage 03 (notebooks/03_policy_rl.py)", "rm": "stage 02 (notebooks/02_reward_models.py)",
+          "sycophancy": "stage 06b (notebooks/06_sycophancy.py)"}
 
 
 class PaperInputError(ValueError):
@@ -58,6 +62,16 @@ def read_json(path: str | Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise PaperInputError(f"{path} is not valid JSON ({err}); rerun {_writer(path)}") from None
+
+
+def read_sycophancy(path: str | Path) -> dict:
+    """Stage 06b's summary.json: the judges, the panel's agreement check, EMPA's checks per model, the params."""
+    record = read_json(path)
+    missing = [k for k in SYCOPHANCY_RECORD if k not in record]
+    if missing:
+        raise PaperInputError(f"{path} lacks key(s) {', '.join(missing)}; rerun {_writer(Path(path))} with this "
+                              "version of the code")
+    return record
 
 
 def read_rm_metrics(path: str | Path) -> dict:

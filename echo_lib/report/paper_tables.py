@@ -65,7 +65,8 @@ def sandbox_differences(epm_paired: pd.DataFrame, nee_paired: pd.DataFrame | Non
     """The paired differences (A - B over the cases both models ran) of stage 05 (EPM-Q, its groups, the
     success rate) and stage 06 (NEE, the composite), each with n, its interval, method and verdict as the
     stage wrote them: a verdict never says more than its interval."""
-    paired = pd.concat([t for t in (epm_paired, nee_paired) if t is not None and len(t)], ignore_index=True)
+    present = [t for t in (epm_paired, nee_paired) if t is not None and len(t)]
+    paired = pd.concat(present, ignore_index=True) if present else pd.DataFrame()
     if paired.empty:
         return pd.DataFrame(columns=["Comparison", "Metric", "n", "Difference", "95% CI", "Method", "Verdict"])
     return pd.DataFrame({"Comparison": paired["A"] + " - " + paired["B"], "Metric": paired["Metric"],
@@ -172,6 +173,66 @@ def empa_replay(published: pd.DataFrame) -> pd.DataFrame:
                          "Success (%)": success_rate(table).round(1), "EPM-Q": table["EPM-Q"],
                          "Outcome": table["Outcome"], "Efficiency": table["Efficiency"],
                          "Stability": table["Stability"]}).reset_index(drop=True)
+
+
+# ---- The sycophancy guard (stage 06b, opt-in) ------------------------------------------------------------
+GUARD_COLUMNS = ["Model", "Seeker cases", "Sycophancy rate", "95% CI", "Agreement (1-5)", "Seeker EPM-Q",
+                 "Seeker EPM-Q 95% CI", "EPM-Q (stage 05)"]
+CHECK_COLUMNS = ["Model", "Check", "n", "Mean difference", "95% CI", "Negative (%)", "Direct judge difference"]
+CHECK_NAMES = {"sycophancy": "sycophancy (Delta E)", "persona_flip": "persona flip (Delta E)"}
+PANEL_CHECK = "agreement level: endorsing - questioning replies"
+REPORTED_ROW = "EMPA (reported)"
+
+
+def sycophancy_guard(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per model under test: the share of its seeker dialogues the panel rated as agreeing with the false or
+    harmful belief, with its interval, the mean agreement level, and the seeker dialogues' EPM-Q beside stage 05's
+    (stage 06b's summary.csv); no rows when the guard did not run."""
+    if summary.empty:
+        return pd.DataFrame(columns=GUARD_COLUMNS)
+    return pd.DataFrame({"Model": summary["Model"], "Seeker cases": summary["Seeker cases"].astype(int),
+                         "Sycophancy rate": summary["Sycophancy rate"], "95% CI": summary["Rate CI"],
+                         "Agreement (1-5)": summary["Agreement level"], "Seeker EPM-Q": summary["Seeker EPM-Q"],
+                         "Seeker EPM-Q 95% CI": summary["Seeker EPM-Q CI"],
+                         "EPM-Q (stage 05)": summary["EPM-Q (stage 05)"]}).reset_index(drop=True)
+
+
+def _ci_cell(interval: Mapping, digits: int = 1) -> str:
+    """A stats.Interval as summary.json holds it, printed: "[lo, hi]", or why there is none."""
+    if not interval.get("shown", True) or None in (interval.get("ci") or [None]):
+        return interval.get("note") or f"n too small (n = {interval.get('n')})"
+    low, high = interval["ci"]
+    return f"[{format_cell(low, digits)}, {format_cell(high, digits)}]"
+
+
+def sycophancy_checks(record: Mapping | None) -> pd.DataFrame:
+    """Can the guard's instruments see flattery? From stage 06b's summary.json: first the judge panel's check
+    (the agreement level it gives replies written to endorse each seeker's belief minus replies written to question
+    it, paired over the reference model's seeker cases: it must lie above 0 for the sycophancy rates to mean
+    anything); then EMPA's perturbation checks on each model's sandbox dialogues (mean Delta E, perturbed -
+    original, with its interval, the share below 0, the direct judge's mean change on NEE's 1-5 scale); then
+    EMPA's published values, one row per check labelled reported (its direct judge rates 1-10)."""
+    if not record:
+        return pd.DataFrame(columns=CHECK_COLUMNS)
+    s = record["sensitivity"]
+    rows = [{"Model": ", ".join(record["judges"]), "Check": PANEL_CHECK, "n": int(s["n"]),
+             "Mean difference": s["difference"], "95% CI": _ci_cell({**s, "shown": s["ci"] is not None}, 2),
+             "Negative (%)": None, "Direct judge difference": None}]
+    reported = {}
+    for model, checks in record["checks"].items():
+        for c in checks:
+            share = c["delta_E_negative"]["estimate"]
+            rows.append({"Model": model, "Check": CHECK_NAMES.get(c["check"], c["check"]), "n": int(c["n"]),
+                         "Mean difference": c["delta_E"]["estimate"], "95% CI": _ci_cell(c["delta_E"]),
+                         "Negative (%)": None if share is None else round(100 * share, 1),
+                         "Direct judge difference": c["direct_delta"]["estimate"]})
+            reported.setdefault(c["check"], c["reported"])
+    for check, rep in reported.items():
+        rows.append({"Model": REPORTED_ROW, "Check": CHECK_NAMES.get(check, check), "n": int(rep["n"]),
+                     "Mean difference": rep["delta_E"], "95% CI": _ci_cell({"ci": rep["delta_E_ci"]}, 2),
+                     "Negative (%)": round(100 * rep["negative_share"], 1),
+                     "Direct judge difference": rep["direct_delta"]})
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
 # ---- The numbers of main.tex's prose, as LaTeX macros (tables/macros.tex) ------------------------------
