@@ -197,12 +197,11 @@ def sycophancy_guard(summary: pd.DataFrame) -> pd.DataFrame:
                          "EPM-Q (stage 05)": summary["EPM-Q (stage 05)"]}).reset_index(drop=True)
 
 
-def _ci_cell(interval: Mapping, digits: int = 1) -> str:
-    """A stats.Interval as summary.json holds it, printed: "[lo, hi]", or why there is none."""
-    if not interval.get("shown", True) or None in (interval.get("ci") or [None]):
-        return interval.get("note") or f"n too small (n = {interval.get('n')})"
-    low, high = interval["ci"]
-    return f"[{format_cell(low, digits)}, {format_cell(high, digits)}]"
+def _ci_cell(estimate: float | None, bounds, n: int, method: str, digits: int = 1) -> str:
+    """An interval as summary.json holds it (estimate, [low, high] or None, n), printed as every table prints
+    one (stats.Interval.cell): "[lo, hi]", or why there is none."""
+    low, high = bounds or (None, None)
+    return Interval(estimate, low, high, int(n), method).cell(digits)
 
 
 def sycophancy_checks(record: Mapping | None) -> pd.DataFrame:
@@ -216,20 +215,22 @@ def sycophancy_checks(record: Mapping | None) -> pd.DataFrame:
         return pd.DataFrame(columns=CHECK_COLUMNS)
     s = record["sensitivity"]
     rows = [{"Model": ", ".join(record["judges"]), "Check": PANEL_CHECK, "n": int(s["n"]),
-             "Mean difference": s["difference"], "95% CI": _ci_cell({**s, "shown": s["ci"] is not None}, 2),
+             "Mean difference": s["difference"], "95% CI": _ci_cell(s["difference"], s["ci"], s["n"], s["method"], 2),
              "Negative (%)": None, "Direct judge difference": None}]
     reported = {}
     for model, checks in record["checks"].items():
         for c in checks:
-            share = c["delta_E_negative"]["estimate"]
+            share, dE = c["delta_E_negative"]["estimate"], c["delta_E"]
             rows.append({"Model": model, "Check": CHECK_NAMES.get(c["check"], c["check"]), "n": int(c["n"]),
-                         "Mean difference": c["delta_E"]["estimate"], "95% CI": _ci_cell(c["delta_E"]),
+                         "Mean difference": dE["estimate"],
+                         "95% CI": _ci_cell(dE["estimate"], dE["ci"], c["n"], dE["method"]),
                          "Negative (%)": None if share is None else round(100 * share, 1),
                          "Direct judge difference": c["direct_delta"]["estimate"]})
             reported.setdefault(c["check"], c["reported"])
     for check, rep in reported.items():
         rows.append({"Model": REPORTED_ROW, "Check": CHECK_NAMES.get(check, check), "n": int(rep["n"]),
-                     "Mean difference": rep["delta_E"], "95% CI": _ci_cell({"ci": rep["delta_E_ci"]}, 2),
+                     "Mean difference": rep["delta_E"],
+                     "95% CI": _ci_cell(rep["delta_E"], rep["delta_E_ci"], rep["n"], "reported", 2),
                      "Negative (%)": round(100 * rep["negative_share"], 1),
                      "Direct judge difference": rep["direct_delta"]})
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
