@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from echo_lib.provenance import write_text
+
 SUFFIX = ".benchmark.tsv"
 NEEDED = ("s", "max_rss", "cpu_time")   # Snakemake's columns: wall seconds, peak RSS (MB), CPU seconds
 COLUMNS = ["Stage", "Wall (s)", "Wall", "CPU (s)", "Peak RSS (GB)", "Ended"]
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(markdown(table))
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        write_text(args.csv, table.to_csv(index=False))
     return 0
 
 
